@@ -1,0 +1,26 @@
+/*
+ * hash.h - content addresses: graph_hash, cache_key, digests of bytes.
+ *
+ * graph_hash = "sha256:" + hex SHA-256 of the canonical graph: `nodes` (every
+ * member with its default filled in, `meta` left out) and `modules`, keys
+ * sorted, compact, the graph's `name` left out.
+ * cache_key  = "sha256:" + hex SHA-256 of the canonical {devices, graph_hash,
+ * options (every default filled in), planner version}.
+ * All through OpenSSL's EVP interface. Returns PARTD_OK or PARTD_ENOMEM /
+ * PARTD_EINTERNAL.
+ */
+#ifndef PARTD_HASH_H
+#define PARTD_HASH_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+/* out: 72 bytes ("sha256:" + 64 hex + NUL). */
+int partd_sha256_hex(const void *data, size_t len, char out[72]);
+
+/* Fills req->graph_hash and req->cache_key. `modules_canonical` is the
+ * canonical text of graph.modules (NULL when absent). */
+int partd_request_hash(partd_request *req, const char *modules_canonical);
+
+#endif

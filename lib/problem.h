@@ -1,0 +1,62 @@
+/*
+ * problem.h - RFC 9457 problem documents.
+ *
+ * A partd_problem collects what went wrong with a request: an HTTP status, a
+ * type URI, a title, a detail sentence and up to PARTD_PROBLEM_MAX_ERRORS
+ * `{pointer, message}` entries (JSON Pointer into the request). Errors beyond
+ * the cap are counted in `dropped` and mentioned in the detail.
+ *
+ * Ownership: the struct owns every string in it; partd_problem_free() releases
+ * them. All functions tolerate allocation failure by dropping the entry
+ * (a problem document must never be the reason a request crashes).
+ */
+#ifndef PARTD_PROBLEM_H
+#define PARTD_PROBLEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PARTD_PROBLEM_MAX_ERRORS 100
+
+typedef struct partd_problem_error {
+    char *pointer; /* JSON Pointer, "" for the whole document */
+    char *message;
+} partd_problem_error;
+
+typedef struct partd_problem {
+    int status;    /* HTTP status: 400, 413, 422, ...; 0 until set */
+    char *type;    /* URI, e.g. "urn:partd:problem:invalid-request" */
+    char *title;
+    char *detail;
+    partd_problem_error errors[PARTD_PROBLEM_MAX_ERRORS];
+    uint32_t n_errors;
+    uint32_t dropped; /* errors past the cap */
+} partd_problem;
+
+void partd_problem_init(partd_problem *p);
+void partd_problem_free(partd_problem *p);
+
+/* Sets status, type (slug appended to "urn:partd:problem:"), title and a
+ * printf-style detail. Replaces earlier values. */
+void partd_problem_set(partd_problem *p, int status, const char *type_slug,
+                       const char *title, const char *detail_fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Appends one error. `pointer` is copied verbatim (build it with
+ * partd_pointer_*). Returns 0, or -1 when the cap was reached (counted). */
+int partd_problem_add(partd_problem *p, const char *pointer, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* True once the cap is reached: validators may stop early. */
+int partd_problem_full(const partd_problem *p);
+
+/* Serialises as application/problem+json (keys in a fixed order, compact,
+ * newline-terminated). Returns a malloc'd NUL-terminated string or NULL. */
+char *partd_problem_to_json(const partd_problem *p, size_t *len);
+
+/* Appends "/" + escaped(token) (RFC 6901: "~" -> "~0", "/" -> "~1") to the
+ * pointer in buf (NUL-terminated, capacity cap). Truncates safely. */
+void partd_pointer_append(char *buf, size_t cap, const char *token);
+void partd_pointer_append_index(char *buf, size_t cap, size_t index);
+
+#endif

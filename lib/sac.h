@@ -1,0 +1,37 @@
+/*
+ * sac.h - selective activation checkpointing planner (options.sac).
+ *
+ * Solves PyTorch's sac_milp model on req->modules with COIN-OR CBC, plus the
+ * op-level policy and the Pareto frontier when asked. See the unit's source
+ * for the formulation.
+ *
+ * Errors: PARTD_EINVALID (422: options.sac without graph.modules, unknown
+ * ac/fsdp unit), PARTD_ECANCELLED/PARTD_ETIMEOUT, PARTD_ENOMEM,
+ * PARTD_EINTERNAL (solver failure). An infeasible budget is not an error: the
+ * result says status "infeasible" with min_peak_memory_bytes.
+ */
+#ifndef PARTD_SAC_H
+#define PARTD_SAC_H
+
+#include <jansson.h>
+
+#include "cancel.h"
+#include "model.h"
+#include "problem.h"
+
+struct partd_sac_result;
+
+int partd_sac_plan(const partd_request *req, const partd_cancel *cancel,
+                   struct partd_sac_result **out, partd_problem *problem);
+
+void partd_sac_result_free(struct partd_sac_result *r);
+
+/* The `sac` member of the result document (new reference). Deterministic:
+ * wall-clock figures are not part of it. NULL on ENOMEM. */
+json_t *partd_sac_result_to_json(const partd_request *req,
+                                 const struct partd_sac_result *r);
+
+/* Wall-clock solve time of the last solve, for logs and the job document. */
+double partd_sac_result_solve_ms(const struct partd_sac_result *r);
+
+#endif
