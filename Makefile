@@ -21,7 +21,7 @@ SANFLAGS ?=
 CFLAGS   ?=
 override CFLAGS += -std=c11 -Wall -Wextra -Werror $(OPT) -g -pthread \
 	-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(SANFLAGS) \
-	-Ilib -Idaemon $(PKG_CFLAGS)
+	-Ilib -Idaemon -Ibench/support -Itests/support $(PKG_CFLAGS)
 LDLIBS   := $(PKG_LIBS) -lm -pthread
 LDFLAGS  ?=
 override LDFLAGS += $(SANFLAGS)
@@ -31,12 +31,14 @@ DAEMON_SRC := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
+BENCH_SUPPORT_SRC := $(sort $(wildcard bench/support/*.c))
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+BENCH_SUPPORT_OBJ := $(BENCH_SUPPORT_SRC:%.c=$(BUILD)/%.o)
 
 LIBPARTD   := $(BUILD)/libpartd.a
 LIBDAEMON  := $(BUILD)/libpartd-daemon.a
@@ -64,10 +66,10 @@ $(LIBDAEMON): $(DAEMON_OBJ)
 $(PARTD): $(BUILD)/daemon/main.o $(LIBDAEMON) $(LIBPARTD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBDAEMON) $(LIBPARTD)
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJ) $(BENCH_SUPPORT_OBJ) $(LIBDAEMON) $(LIBPARTD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs cmocka libcurl)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBDAEMON) $(LIBPARTD)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BENCH_SUPPORT_OBJ) $(LIBDAEMON) $(LIBPARTD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Unit tests: every tests/test_*.c is one cmocka binary, run from the tree root.
