@@ -62,6 +62,7 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 __all__ = [
     "export_request",
     "export_graph",
+    "export_traced",
     "gather_module_info",
     "parse_bytes",
     "parse_devices",
@@ -274,6 +275,15 @@ def _round_ms(ms):
 # ---------------------------------------------------------------------------
 
 
+def _save_modes(module):
+    return [(m, m.training) for m in module.modules()]
+
+
+def _restore_modes(modes):
+    for m, training in modes:
+        m.training = training
+
+
 def _to_inputs(example_inputs):
     if isinstance(example_inputs, torch.Tensor):
         return (example_inputs,)
@@ -286,10 +296,22 @@ def export_graph(module, example_inputs, *, name=None, timing=True, timing_runs=
 
     module_info=True adds `modules` (gather_module_info). The module is run in
     eval mode for shapes and timing and restored to its previous mode."""
-    inputs = _to_inputs(example_inputs)
     gm = trace(module)
-    was_training = module.training
-    module.eval()
+    graph = export_traced(gm, example_inputs, name=name or module.__class__.__name__,
+                          timing=timing, timing_runs=timing_runs, fx_sizes=fx_sizes,
+                          shapes=shapes)
+    if module_info:
+        graph["modules"] = gather_module_info(module, example_inputs, gm=gm)
+    return graph
+
+
+def export_traced(gm, example_inputs, *, name=None, timing=True, timing_runs=5,
+                  fx_sizes=False, shapes=True):
+    """export_graph() for an already traced GraphModule (e.g. one also given
+    to torch.fx's Partitioner). Shape propagation leaves `tensor_meta` in the
+    nodes' meta, as torch.fx's ShapeProp does."""
+    inputs = _to_inputs(example_inputs)
+    modes = _save_modes(gm)
     gm.eval()
     try:
         with torch.no_grad():
@@ -301,14 +323,11 @@ def export_graph(module, example_inputs, *, name=None, timing=True, timing_runs=
                     latencies[node] = _round_ms(recorder.time_node(node, timing_runs))
             recorder.env.clear()
     finally:
-        module.train(was_training)
+        _restore_modes(modes)
     canonical = _canonical_names(gm)
     nodes = [_node_json(gm, n, canonical, fx_sizes, latencies.get(n, 0.0), shapes)
              for n in gm.graph.nodes]
-    graph = {"name": name or module.__class__.__name__, "nodes": nodes}
-    if module_info:
-        graph["modules"] = gather_module_info(module, inputs, gm=gm)
-    return graph
+    return {"name": name or gm.__class__.__name__, "nodes": nodes}
 
 
 def _node_json(gm, node, canonical, fx_sizes, latency_ms, shapes):
@@ -690,7 +709,7 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
     discard trade-off (see _greedy_tradeoff and _fit_max_of_lines)."""
     inputs = _to_inputs(example_inputs)
     gm = gm if gm is not None else trace(module)
-    was_training = module.training
+    modes = _save_modes(module) + _save_modes(gm)
     module.train()
     gm.train()
     try:
@@ -699,7 +718,7 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
             g.run(inputs)
         latencies, saved_nodes = _fx_training_pass(gm, inputs)
     finally:
-        module.train(was_training)
+        _restore_modes(modes)
     g = runs[0]
     root_name = module.__class__.__name__
 
@@ -947,6 +966,22 @@ def _options_from_args(args):
     return options
 
 
+def dumps(doc):
+    """JSON text of a request or graph: indented, one node per line."""
+    graph = doc.get("graph", doc)
+    nodes = graph.get("nodes")
+    if not isinstance(nodes, list):
+        return json.dumps(doc, indent=1) + "\n"
+    marker = "\u0000partd-nodes\u0000"
+    graph["nodes"] = marker
+    try:
+        text = json.dumps(doc, indent=1)
+    finally:
+        graph["nodes"] = nodes
+    lines = ",\n".join("   " + json.dumps(n, separators=(",", ":")) for n in nodes)
+    return text.replace(json.dumps(marker), "[\n" + lines + "\n  ]") + "\n"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog="partd_export.py",
@@ -1001,7 +1036,7 @@ def main(argv=None):
         doc = export_graph(model, inputs, **graph_kwargs)
     else:
         doc = export_request(model, inputs, devices, options, **graph_kwargs)
-    text = json.dumps(doc, indent=1) + "\n"
+    text = dumps(doc)
     if args.output == "-":
         sys.stdout.write(text)
     else:
