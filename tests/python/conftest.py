@@ -34,6 +34,7 @@ TINY_REQUEST = {
          "inputs": ["x"], "output_bytes": 4},
         {"name": "output", "op": "output", "inputs": ["relu"]}]},
     "devices": [{"name": "gpu0", "memory_bytes": 1024}],
+    "options": {"mode": "size_based"},
 }
 
 
