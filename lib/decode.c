@@ -658,19 +658,21 @@ static void report_cycle(decoder *d, const uint32_t *indegree)
         }
         cur = next; /* an unordered node always has an unordered input */
     }
-    /* path[seen_at[cur] .. len) is the cycle, walked against the edges. */
+    /* path[seen_at[cur] .. len) is the cycle, walked against the edges:
+     * print it forwards from cur, which is on it. */
+    const partd_strtab *st = &d->req->strings;
+    const uint32_t *names = d->req->graph.name;
     size_t cap = 4096, used = 0;
     char *msg = malloc(cap);
     if (msg) {
-        used = (size_t)snprintf(msg, cap, "cycle:");
-        for (uint32_t k = len; k-- > seen_at[cur] && used + 8 < cap;)
-            used += (size_t)snprintf(msg + used, cap - used, " \"%s\" ->",
-                                     partd_str(&d->req->strings, d->req->graph.name[path[k]]));
+        used = (size_t)snprintf(msg, cap, "cycle: \"%s\"", partd_str(st, names[cur]));
+        for (uint32_t k = len; k-- > seen_at[cur] + 1 && used + 8 < cap;)
+            used += (size_t)snprintf(msg + used, cap - used, " -> \"%s\"",
+                                     partd_str(st, names[path[k]]));
         if (used + 8 < cap)
-            snprintf(msg + used, cap - used, " \"%s\"",
-                     partd_str(&d->req->strings, d->req->graph.name[path[len - 1]]));
+            snprintf(msg + used, cap - used, " -> \"%s\"", partd_str(st, names[cur]));
         char ptr[PTR_CAP];
-        ptr_index(ptr, "/graph/nodes", path[len - 1]);
+        ptr_index(ptr, "/graph/nodes", cur);
         partd_pointer_append(ptr, PTR_CAP, "inputs");
         add(d, ptr, msg);
         free(msg);
