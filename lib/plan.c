@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "partd.h"
+#include "pipeline.h"
 #include "size_based.h"
 
 /* ---- allocation ---------------------------------------------------------- */
@@ -277,6 +278,8 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
     switch (req->options.mode) {
     case PARTD_MODE_SIZE_BASED:
         return partd_size_based(req, cancel, out, problem);
+    case PARTD_MODE_PIPELINE:
+        return partd_pipeline(req, cancel, out, problem);
     default:
         break;
     }
