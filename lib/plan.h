@@ -82,8 +82,10 @@ void partd_plan_free(partd_plan *plan);
 partd_plan *partd_plan_alloc(partd_mode mode, uint32_t n_parts);
 
 /* From the node -> partition assignment (PARTD_NONE for non-operations),
- * fills every partition's inputs, outputs, parents and children.
- * PARTD_OK or PARTD_ENOMEM. */
+ * fills every partition's inputs, outputs, parents and children, and, unless
+ * the planner already set plan->tied, the tied parameters: every named
+ * parameter used by more than one partition (through its own nodes or a
+ * get_attr node it reads). PARTD_OK or PARTD_ENOMEM. */
 int partd_plan_link(const partd_request *req, const uint32_t *node_part,
                     partd_plan *plan);
 

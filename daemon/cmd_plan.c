@@ -1,0 +1,184 @@
+/* cmd_plan.c - `partd plan` and `partd version`; see cmd_plan.h. */
+#include "cmd_plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "partd.h"
+#include "plan.h"
+#include "result.h"
+
+#define EXIT_PLANNED 0
+#define EXIT_FAILURE_OTHER 1
+#define EXIT_INVALID 2
+#define EXIT_INFEASIBLE 3
+
+int partd_read_file(const char *path, char **buf, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        if (n == cap) {
+            char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                errno = ENOMEM;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                free(b);
+                b = NULL;
+            }
+            break;
+        }
+    }
+    int saved = errno;
+    if (f != stdin)
+        fclose(f);
+    errno = saved;
+    if (!b)
+        return -1;
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+static int write_all(const char *path, const char *data, size_t len)
+{
+    if (!path) {
+        return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -1;
+    }
+    /* Write beside the target and rename, so a reader never sees half a result. */
+    size_t tl = strlen(path) + 16;
+    char *tmp = malloc(tl);
+    if (!tmp)
+        return -1;
+    snprintf(tmp, tl, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(data, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (ok && rename(tmp, path) != 0)
+        ok = 0;
+    if (!ok)
+        remove(tmp);
+    free(tmp);
+    return ok ? 0 : -1;
+}
+
+static void print_problem(const partd_problem *pb)
+{
+    size_t len;
+    char *s = partd_problem_to_json(pb, &len);
+    if (s)
+        fwrite(s, 1, len, stderr);
+    else
+        fprintf(stderr, "partd: %s\n", pb->detail ? pb->detail : "error");
+    free(s);
+}
+
+static int usage(FILE *to)
+{
+    fprintf(to, "usage: partd plan [REQUEST.json | -] [-o RESULT.json]\n"
+                "  Plans a request offline. Reads stdin when no file (or -) is given;\n"
+                "  writes the result to stdout or to -o FILE. A problem document goes to\n"
+                "  stderr. Exit: 0 planned, 2 invalid request, 3 no feasible plan, 1 other.\n");
+    return to == stdout ? EXIT_PLANNED : EXIT_FAILURE_OTHER;
+}
+
+static int exit_code_for(int rc)
+{
+    switch (rc) {
+    case PARTD_OK: return EXIT_PLANNED;
+    case PARTD_EMALFORMED:
+    case PARTD_EINVALID:
+    case PARTD_ETOOBIG: return EXIT_INVALID;
+    case PARTD_EINFEASIBLE: return EXIT_INFEASIBLE;
+    default: return EXIT_FAILURE_OTHER;
+    }
+}
+
+static int plan_buffer(const char *body, size_t len, const char *out_path)
+{
+    partd_problem pb;
+    partd_problem_init(&pb);
+    partd_request *req = NULL;
+    partd_plan *plan = NULL;
+    int rc = partd_request_decode(body, len, NULL, &req, &pb);
+    if (rc == PARTD_OK)
+        rc = partd_plan_run(req, NULL, &plan, &pb);
+    if (rc == PARTD_OK) {
+        size_t rlen;
+        char *result = partd_result_to_json(req, plan, &rlen);
+        if (!result) {
+            fprintf(stderr, "partd plan: out of memory writing the result\n");
+            rc = PARTD_ENOMEM;
+        } else if (write_all(out_path, result, rlen) != 0) {
+            fprintf(stderr, "partd plan: cannot write %s: %s\n", out_path ? out_path : "stdout",
+                    strerror(errno));
+            rc = PARTD_EIO;
+        }
+        free(result);
+    } else {
+        print_problem(&pb);
+    }
+    partd_plan_free(plan);
+    partd_request_free(req);
+    partd_problem_free(&pb);
+    return exit_code_for(rc);
+}
+
+int partd_cmd_plan(int argc, char **argv)
+{
+    const char *in = "-", *out = NULL;
+    int have_in = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return usage(stdout);
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (++i >= argc)
+                return usage(stderr);
+            out = argv[i];
+        } else if (!have_in && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) {
+            in = argv[i];
+            have_in = 1;
+        } else {
+            fprintf(stderr, "partd plan: unexpected argument '%s'\n", argv[i]);
+            return usage(stderr);
+        }
+    }
+    char *body;
+    size_t len;
+    if (partd_read_file(in, &body, &len) != 0) {
+        fprintf(stderr, "partd plan: cannot read %s: %s\n",
+                strcmp(in, "-") == 0 ? "standard input" : in, strerror(errno));
+        return EXIT_FAILURE_OTHER;
+    }
+    int code = plan_buffer(body, len, out);
+    free(body);
+    return code;
+}
+
+int partd_cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+#ifndef PARTD_BUILD
+#define PARTD_BUILD "unknown"
+#endif
+    printf("partd %s (%s, build %s)\n", PARTD_VERSION, PARTD_PLANNER_VERSION, PARTD_BUILD);
+    return 0;
+}

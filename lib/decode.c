@@ -1,0 +1,1357 @@
+/*
+ * decode.c - request JSON -> partd_request; see decode.h.
+ *
+ * Three passes over the parsed tree:
+ *   1. shape: every member's type and range, unknown members, names interned,
+ *      per-node inputs kept as name ids (request order);
+ *   2. references: inputs resolved to nodes, duplicates, parameters;
+ *   3. order: cycle check and a stable topological order, then the CSR
+ *      arrays of model.h are built in planning order.
+ * Every violation is added to the problem (up to its cap) and decoding goes
+ * on, so a client sees all of its mistakes at once.
+ */
+#include "decode.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "partd.h"
+
+#define PTR_CAP 1200
+#define NAME_MAX_BYTES 1024
+#define MAX_BYTES_VALUE (INT64_C(1) << 53)
+/* Sums of bytes across the graph stay far below INT64_MAX even when a
+ * planner multiplies them by microbatches (<= MAX_MICROBATCHES) or by
+ * param_factor (<= MAX_PARAM_FACTOR). */
+#define MAX_GRAPH_BYTES (INT64_C(1) << 50)
+#define MAX_MICROBATCHES 1024
+#define MAX_PARAM_FACTOR 64.0
+#define MAX_TIME_LIMIT_MS 86400000.0
+
+typedef struct decoder {
+    partd_request *req;
+    partd_problem *pb;
+    /* request order, per node */
+    uint32_t n;
+    uint32_t *in_name_off;  /* n + 1 */
+    uint32_t *in_name;      /* input name ids as given */
+    uint32_t n_in_names;
+    uint32_t *par_name_off; /* n + 1 */
+    uint32_t *par_name;     /* param name ids */
+    int64_t *par_bytes;
+    uint32_t n_par_names;
+    char *modules_canonical;
+} decoder;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void ptr_member(char *out, const char *base, const char *member)
+{
+    snprintf(out, PTR_CAP, "%s", base);
+    partd_pointer_append(out, PTR_CAP, member);
+}
+
+static void ptr_index(char *out, const char *base, size_t i)
+{
+    snprintf(out, PTR_CAP, "%s", base);
+    partd_pointer_append_index(out, PTR_CAP, i);
+}
+
+static const char *json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+static void add(decoder *d, const char *ptr, const char *msg)
+{
+    partd_problem_add(d->pb, ptr, "%s", msg);
+}
+
+/* Rejects members of obj not in `allowed` (NULL-terminated). `meta` is
+ * allowed where allow_meta is set, and must then be an object. */
+static void check_members(decoder *d, json_t *obj, const char *base,
+                          const char *const *allowed, int allow_meta)
+{
+    const char *key;
+    json_t *val;
+    char ptr[PTR_CAP];
+    json_object_foreach(obj, key, val) {
+        int known = 0;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, key) == 0)
+                known = 1;
+        if (known)
+            continue;
+        ptr_member(ptr, base, key);
+        if (allow_meta && strcmp(key, "meta") == 0) {
+            if (!json_is_object(val))
+                partd_problem_add(d->pb, ptr, "must be an object, not %s",
+                                  json_type_name(val));
+            continue;
+        }
+        add(d, ptr, "unknown member");
+    }
+}
+
+/* A name: non-empty string of at most 1024 bytes. Returns the string id or
+ * PARTD_STR_NONE (error added). */
+static uint32_t get_name(decoder *d, json_t *v, const char *ptr)
+{
+    if (!json_is_string(v)) {
+        partd_problem_add(d->pb, ptr, "must be a string, not %s", json_type_name(v));
+        return PARTD_STR_NONE;
+    }
+    size_t len = json_string_length(v);
+    if (len == 0) {
+        add(d, ptr, "must not be empty");
+        return PARTD_STR_NONE;
+    }
+    if (len > NAME_MAX_BYTES) {
+        partd_problem_add(d->pb, ptr, "is %zu bytes long; names are at most %d bytes",
+                          len, NAME_MAX_BYTES);
+        return PARTD_STR_NONE;
+    }
+    const char *s = json_string_value(v);
+    if (memchr(s, '\0', len)) {
+        add(d, ptr, "must not contain U+0000");
+        return PARTD_STR_NONE;
+    }
+    uint32_t id = partd_strtab_intern(&d->req->strings, s, len);
+    if (id == PARTD_STR_NONE)
+        add(d, ptr, "out of memory while storing the name");
+    return id;
+}
+
+/* Bytes: a JSON integer in [min, 2^53]. Returns 0 on success. */
+static int get_bytes(decoder *d, json_t *v, const char *ptr, int64_t min, int64_t *out)
+{
+    if (json_is_real(v)) {
+        partd_problem_add(d->pb, ptr, "must be an integer number of bytes, not %.17g",
+                          json_real_value(v));
+        return -1;
+    }
+    if (!json_is_integer(v)) {
+        partd_problem_add(d->pb, ptr, "must be an integer number of bytes, not %s",
+                          json_type_name(v));
+        return -1;
+    }
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > MAX_BYTES_VALUE) {
+        partd_problem_add(d->pb, ptr, "must be between %lld and 2^53, not %lld",
+                          (long long)min, (long long)x);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* An integer in [min, max]. */
+static int get_int(decoder *d, json_t *v, const char *ptr, int64_t min, int64_t max,
+                   int64_t *out)
+{
+    if (!json_is_integer(v)) {
+        partd_problem_add(d->pb, ptr, "must be an integer, not %s", json_type_name(v));
+        return -1;
+    }
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > max) {
+        partd_problem_add(d->pb, ptr, "must be between %lld and %lld, not %lld",
+                          (long long)min, (long long)max, (long long)x);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* A finite number; `min_exclusive` selects > min instead of >= min. */
+static int get_number(decoder *d, json_t *v, const char *ptr, double min,
+                      int min_exclusive, double max, double *out)
+{
+    if (!json_is_number(v)) {
+        partd_problem_add(d->pb, ptr, "must be a number, not %s", json_type_name(v));
+        return -1;
+    }
+    double x = json_number_value(v);
+    if (!isfinite(x)) {
+        add(d, ptr, "must be a finite number");
+        return -1;
+    }
+    if (min_exclusive ? !(x > min) : !(x >= min)) {
+        partd_problem_add(d->pb, ptr, "must be %s %g, not %.17g",
+                          min_exclusive ? "greater than" : "at least", min, x);
+        return -1;
+    }
+    if (x > max) {
+        partd_problem_add(d->pb, ptr, "must be at most %g, not %.17g", max, x);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int get_enum(decoder *d, json_t *v, const char *ptr,
+                    const char *const *names, int *out)
+{
+    if (!json_is_string(v)) {
+        partd_problem_add(d->pb, ptr, "must be a string, not %s", json_type_name(v));
+        return -1;
+    }
+    const char *s = json_string_value(v);
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], s) == 0) {
+            *out = i;
+            return 0;
+        }
+    char list[256] = "";
+    for (int i = 0; names[i]; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+    }
+    partd_problem_add(d->pb, ptr, "must be one of %s, not \"%.64s\"", list, s);
+    return -1;
+}
+
+/* A list of names (for cut_after, ac_units, fsdp_units): string ids in a new
+ * array, duplicates reported. */
+static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
+                         uint32_t **out, uint32_t *n_out)
+{
+    if (!json_is_array(v)) {
+        partd_problem_add(d->pb, ptr, "must be an array, not %s", json_type_name(v));
+        return -1;
+    }
+    size_t n = json_array_size(v);
+    if (n > max) {
+        partd_problem_add(d->pb, ptr, "has %zu entries; at most %u are allowed", n, max);
+        return -1;
+    }
+    uint32_t *ids = calloc(n ? n : 1, sizeof *ids);
+    if (!ids) {
+        add(d, ptr, "out of memory");
+        return -1;
+    }
+    int bad = 0;
+    char p[PTR_CAP];
+    for (size_t i = 0; i < n; i++) {
+        ptr_index(p, ptr, i);
+        ids[i] = get_name(d, json_array_get(v, i), p);
+        if (ids[i] == PARTD_STR_NONE) {
+            bad = 1;
+            continue;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (ids[j] == ids[i]) {
+                partd_problem_add(d->pb, p, "repeats entry %zu", j);
+                bad = 1;
+            }
+    }
+    *out = ids;
+    *n_out = (uint32_t)n;
+    return bad ? -1 : 0;
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+static const char *const op_names[] = {"placeholder", "get_attr", "call_module",
+                                       "call_function", "call_method", "output",
+                                       NULL};
+
+static const char *const node_members[] = {
+    "name", "op", "target", "inputs", "output_bytes", "param_bytes", "params",
+    "latency_ms", "mem_latency_ms", "module", NULL};
+
+static int alloc_graph(decoder *d, uint32_t n)
+{
+    partd_graph *g = &d->req->graph;
+    g->n_nodes = n;
+    size_t k = n ? n : 1;
+    g->op = calloc(k, 1);
+    g->has_params = calloc(k, 1);
+    g->name = calloc(k, sizeof *g->name);
+    g->target = calloc(k, sizeof *g->target);
+    g->module = calloc(k, sizeof *g->module);
+    g->request_index = calloc(k, sizeof *g->request_index);
+    g->output_bytes = calloc(k, sizeof *g->output_bytes);
+    g->param_bytes = calloc(k, sizeof *g->param_bytes);
+    g->latency_ms = calloc(k, sizeof *g->latency_ms);
+    g->mem_latency_ms = calloc(k, sizeof *g->mem_latency_ms);
+    d->in_name_off = calloc(k + 1, sizeof *d->in_name_off);
+    d->par_name_off = calloc(k + 1, sizeof *d->par_name_off);
+    return g->op && g->has_params && g->name && g->target && g->module &&
+                   g->request_index && g->output_bytes && g->param_bytes &&
+                   g->latency_ms && g->mem_latency_ms && d->in_name_off &&
+                   d->par_name_off
+               ? 0
+               : -1;
+}
+
+/* Counts inputs and params over all nodes so the flat arrays are allocated
+ * once; non-arrays count as zero (reported later). */
+static int alloc_flat(decoder *d, json_t *nodes)
+{
+    size_t n_in = 0, n_par = 0;
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *node = json_array_get(nodes, i);
+        if (!json_is_object(node))
+            continue;
+        json_t *in = json_object_get(node, "inputs");
+        json_t *par = json_object_get(node, "params");
+        if (json_is_array(in))
+            n_in += json_array_size(in);
+        if (json_is_array(par))
+            n_par += json_array_size(par);
+    }
+    if (n_in >= UINT32_MAX || n_par >= UINT32_MAX)
+        return -1;
+    d->in_name = calloc(n_in ? n_in : 1, sizeof *d->in_name);
+    d->par_name = calloc(n_par ? n_par : 1, sizeof *d->par_name);
+    d->par_bytes = calloc(n_par ? n_par : 1, sizeof *d->par_bytes);
+    return d->in_name && d->par_name && d->par_bytes ? 0 : -1;
+}
+
+static void decode_inputs(decoder *d, json_t *v, const char *base)
+{
+    char ptr[PTR_CAP], p[PTR_CAP];
+    ptr_member(ptr, base, "inputs");
+    if (!json_is_array(v)) {
+        partd_problem_add(d->pb, ptr, "must be an array of node names, not %s",
+                          json_type_name(v));
+        return;
+    }
+    for (size_t k = 0; k < json_array_size(v); k++) {
+        ptr_index(p, ptr, k);
+        uint32_t id = get_name(d, json_array_get(v, k), p);
+        if (id != PARTD_STR_NONE)
+            d->in_name[d->n_in_names++] = id;
+    }
+}
+
+static int64_t decode_params(decoder *d, json_t *v, const char *base)
+{
+    char ptr[PTR_CAP], p[PTR_CAP], q[PTR_CAP];
+    static const char *const param_members[] = {"name", "bytes", NULL};
+    int64_t total = 0;
+    ptr_member(ptr, base, "params");
+    if (!json_is_array(v)) {
+        partd_problem_add(d->pb, ptr, "must be an array of {name, bytes}, not %s",
+                          json_type_name(v));
+        return 0;
+    }
+    for (size_t k = 0; k < json_array_size(v); k++) {
+        json_t *e = json_array_get(v, k);
+        ptr_index(p, ptr, k);
+        if (!json_is_object(e)) {
+            partd_problem_add(d->pb, p, "must be an object {name, bytes}, not %s",
+                              json_type_name(e));
+            continue;
+        }
+        check_members(d, e, p, param_members, 0);
+        json_t *name = json_object_get(e, "name"), *bytes = json_object_get(e, "bytes");
+        ptr_member(q, p, "name");
+        uint32_t id = PARTD_STR_NONE;
+        if (!name)
+            add(d, q, "is required");
+        else
+            id = get_name(d, name, q);
+        ptr_member(q, p, "bytes");
+        int64_t b = 0;
+        int ok = 0;
+        if (!bytes)
+            add(d, q, "is required");
+        else
+            ok = get_bytes(d, bytes, q, 0, &b) == 0;
+        for (uint32_t j = d->par_name_off[d->n] ; id != PARTD_STR_NONE && j < d->n_par_names; j++)
+            if (d->par_name[j] == id) {
+                ptr_member(q, p, "name");
+                partd_problem_add(d->pb, q, "names parameter \"%s\" twice",
+                                  partd_str(&d->req->strings, id));
+                id = PARTD_STR_NONE;
+            }
+        if (id != PARTD_STR_NONE && ok) {
+            d->par_name[d->n_par_names] = id;
+            d->par_bytes[d->n_par_names++] = b;
+            total += b;
+        }
+    }
+    return total;
+}
+
+static void decode_node(decoder *d, json_t *node, size_t i)
+{
+    partd_graph *g = &d->req->graph;
+    char base[PTR_CAP], ptr[PTR_CAP];
+    ptr_index(base, "/graph/nodes", i);
+    d->n = (uint32_t)i;
+    d->in_name_off[i] = d->n_in_names;
+    d->par_name_off[i] = d->n_par_names;
+    g->name[i] = g->target[i] = g->module[i] = PARTD_STR_NONE;
+    g->op[i] = PARTD_OP_CALL_FUNCTION;
+    if (!json_is_object(node)) {
+        partd_problem_add(d->pb, base, "must be an object, not %s", json_type_name(node));
+        goto done;
+    }
+    check_members(d, node, base, node_members, 1);
+
+    json_t *v;
+    ptr_member(ptr, base, "name");
+    if (!(v = json_object_get(node, "name")))
+        add(d, ptr, "is required");
+    else
+        g->name[i] = get_name(d, v, ptr);
+
+    ptr_member(ptr, base, "op");
+    int op = PARTD_OP_CALL_FUNCTION;
+    if (!(v = json_object_get(node, "op")))
+        add(d, ptr, "is required");
+    else
+        get_enum(d, v, ptr, op_names, &op);
+    g->op[i] = (uint8_t)op;
+
+    if ((v = json_object_get(node, "target"))) {
+        ptr_member(ptr, base, "target");
+        g->target[i] = get_name(d, v, ptr);
+    }
+    if ((v = json_object_get(node, "module"))) {
+        ptr_member(ptr, base, "module");
+        g->module[i] = get_name(d, v, ptr);
+    }
+    if ((v = json_object_get(node, "inputs")))
+        decode_inputs(d, v, base);
+    if ((v = json_object_get(node, "output_bytes"))) {
+        ptr_member(ptr, base, "output_bytes");
+        get_bytes(d, v, ptr, 0, &g->output_bytes[i]);
+    }
+    json_t *pb = json_object_get(node, "param_bytes"), *pl = json_object_get(node, "params");
+    if (pb && pl) {
+        ptr_member(ptr, base, "params");
+        add(d, ptr, "give either param_bytes or params, not both");
+    } else if (pb) {
+        ptr_member(ptr, base, "param_bytes");
+        get_bytes(d, pb, ptr, 0, &g->param_bytes[i]);
+    } else if (pl) {
+        g->has_params[i] = 1;
+        g->param_bytes[i] = decode_params(d, pl, base);
+    }
+    if ((v = json_object_get(node, "latency_ms"))) {
+        ptr_member(ptr, base, "latency_ms");
+        get_number(d, v, ptr, 0, 0, 1e12, &g->latency_ms[i]);
+    }
+    if ((v = json_object_get(node, "mem_latency_ms"))) {
+        ptr_member(ptr, base, "mem_latency_ms");
+        get_number(d, v, ptr, 0, 0, 1e12, &g->mem_latency_ms[i]);
+    }
+    if ((op == PARTD_OP_PLACEHOLDER || op == PARTD_OP_GET_ATTR) &&
+        d->n_in_names > d->in_name_off[i]) {
+        ptr_member(ptr, base, "inputs");
+        partd_problem_add(d->pb, ptr, "a %s node reads no other node", op_names[op]);
+    }
+done:
+    d->in_name_off[i + 1] = d->n_in_names;
+    d->par_name_off[i + 1] = d->n_par_names;
+}
+
+/* Names unique, one output node at most, at least one operation, total bytes
+ * bounded. name_node maps string id -> request index. */
+static void check_nodes(decoder *d, uint32_t *name_node)
+{
+    partd_graph *g = &d->req->graph;
+    char ptr[PTR_CAP];
+    uint32_t first_output = PARTD_NONE;
+    int64_t total = 0;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        uint32_t id = g->name[i];
+        if (id != PARTD_STR_NONE) {
+            if (name_node[id] != PARTD_NONE) {
+                ptr_index(ptr, "/graph/nodes", i);
+                partd_pointer_append(ptr, PTR_CAP, "name");
+                partd_problem_add(d->pb, ptr,
+                                  "duplicate node name \"%s\" (first at /graph/nodes/%u)",
+                                  partd_str(&d->req->strings, id), name_node[id]);
+            } else {
+                name_node[id] = i;
+            }
+        }
+        if (g->op[i] == PARTD_OP_OUTPUT) {
+            if (first_output != PARTD_NONE) {
+                ptr_index(ptr, "/graph/nodes", i);
+                partd_pointer_append(ptr, PTR_CAP, "op");
+                partd_problem_add(d->pb, ptr,
+                                  "more than one output node (first at /graph/nodes/%u)",
+                                  first_output);
+            } else {
+                first_output = i;
+            }
+        }
+        if (partd_op_is_operation(g->op[i]))
+            g->n_ops++;
+        total += g->output_bytes[i] + g->param_bytes[i];
+        if (total > MAX_GRAPH_BYTES) {
+            total = INT64_MIN / 2; /* report once */
+            add(d, "/graph/nodes", "the nodes' bytes add up to more than 2^50");
+        }
+    }
+    if (g->n_nodes && g->n_ops == 0)
+        add(d, "/graph/nodes",
+            "the graph has no operation node (call_module, call_function or call_method)");
+}
+
+/* Resolves input names to request indices (in place in d->in_name) and
+ * removes repeats. */
+static void resolve_inputs(decoder *d, const uint32_t *name_node)
+{
+    partd_graph *g = &d->req->graph;
+    char ptr[PTR_CAP];
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        uint32_t w = d->in_name_off[i];
+        for (uint32_t k = d->in_name_off[i]; k < d->in_name_off[i + 1]; k++) {
+            uint32_t target = name_node[d->in_name[k]];
+            if (target == PARTD_NONE) {
+                ptr_index(ptr, "/graph/nodes", i);
+                partd_pointer_append(ptr, PTR_CAP, "inputs");
+                partd_pointer_append_index(ptr, PTR_CAP, k - d->in_name_off[i]);
+                partd_problem_add(d->pb, ptr, "names no node: \"%s\"",
+                                  partd_str(&d->req->strings, d->in_name[k]));
+                continue;
+            }
+            if (g->op[target] == PARTD_OP_OUTPUT) {
+                ptr_index(ptr, "/graph/nodes", i);
+                partd_pointer_append(ptr, PTR_CAP, "inputs");
+                partd_pointer_append_index(ptr, PTR_CAP, k - d->in_name_off[i]);
+                partd_problem_add(d->pb, ptr, "reads the output node \"%s\"",
+                                  partd_str(&d->req->strings, d->in_name[k]));
+                continue;
+            }
+            int repeat = 0;
+            for (uint32_t j = d->in_name_off[i]; j < w; j++)
+                if (d->in_name[j] == target)
+                    repeat = 1;
+            if (!repeat)
+                d->in_name[w++] = target;
+        }
+        /* Compact: later nodes' entries start at their own offsets, so keep
+         * the end marker by filling the gap with a sentinel. */
+        for (uint32_t k = w; k < d->in_name_off[i + 1]; k++)
+            d->in_name[k] = PARTD_NONE;
+    }
+}
+
+/* ---- order --------------------------------------------------------------- */
+
+/* Binary min-heap of request indices (Kahn's ready set): picking the ready
+ * node that came first in the request keeps the order stable. */
+typedef struct heap {
+    uint32_t *a;
+    uint32_t n;
+} heap;
+
+static void heap_push(heap *h, uint32_t x)
+{
+    uint32_t i = h->n++;
+    while (i && h->a[(i - 1) / 2] > x) {
+        h->a[i] = h->a[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->a[i] = x;
+}
+
+static uint32_t heap_pop(heap *h)
+{
+    uint32_t top = h->a[0], x = h->a[--h->n], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->a[c + 1] < h->a[c])
+            c++;
+        if (h->a[c] >= x)
+            break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    h->a[i] = x;
+    return top;
+}
+
+static int given_order_is_topological(const decoder *d)
+{
+    for (uint32_t i = 0; i < d->req->graph.n_nodes; i++)
+        for (uint32_t k = d->in_name_off[i]; k < d->in_name_off[i + 1]; k++)
+            if (d->in_name[k] != PARTD_NONE && d->in_name[k] >= i)
+                return 0;
+    return 1;
+}
+
+/* Users CSR in request order, from the resolved inputs. */
+static int build_users(const decoder *d, uint32_t n, uint32_t **off_out, uint32_t **idx_out)
+{
+    uint32_t *off = calloc((size_t)n + 1, sizeof *off);
+    uint32_t total = d->in_name_off[n];
+    uint32_t *idx = calloc(total ? total : 1, sizeof *idx);
+    uint32_t *fill = calloc(n ? n : 1, sizeof *fill);
+    if (!off || !idx || !fill) {
+        free(off);
+        free(idx);
+        free(fill);
+        return -1;
+    }
+    for (uint32_t k = 0; k < total; k++)
+        if (d->in_name[k] != PARTD_NONE)
+            off[d->in_name[k] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        off[i + 1] += off[i];
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = d->in_name_off[i]; k < d->in_name_off[i + 1]; k++) {
+            uint32_t src = d->in_name[k];
+            if (src != PARTD_NONE)
+                idx[off[src] + fill[src]++] = i;
+        }
+    free(fill);
+    *off_out = off;
+    *idx_out = idx;
+    return 0;
+}
+
+/* Reports one cycle among the nodes Kahn's algorithm could not order: walk
+ * backwards along unordered inputs until a node repeats. */
+static void report_cycle(decoder *d, const uint32_t *indegree)
+{
+    uint32_t n = d->req->graph.n_nodes;
+    uint32_t start = PARTD_NONE;
+    for (uint32_t i = 0; i < n && start == PARTD_NONE; i++)
+        if (indegree[i])
+            start = i;
+    uint32_t *seen_at = malloc((size_t)n * sizeof *seen_at);
+    uint32_t *path = malloc((size_t)n * sizeof *path);
+    if (!seen_at || !path) {
+        free(seen_at);
+        free(path);
+        add(d, "/graph/nodes", "the graph has a cycle");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        seen_at[i] = PARTD_NONE;
+    uint32_t len = 0, cur = start;
+    while (seen_at[cur] == PARTD_NONE) {
+        seen_at[cur] = len;
+        path[len++] = cur;
+        uint32_t next = PARTD_NONE;
+        for (uint32_t k = d->in_name_off[cur]; k < d->in_name_off[cur + 1]; k++) {
+            uint32_t src = d->in_name[k];
+            if (src != PARTD_NONE && indegree[src]) {
+                next = src;
+                break;
+            }
+        }
+        cur = next; /* an unordered node always has an unordered input */
+    }
+    /* path[seen_at[cur] .. len) is the cycle, walked against the edges. */
+    size_t cap = 4096, used = 0;
+    char *msg = malloc(cap);
+    if (msg) {
+        used = (size_t)snprintf(msg, cap, "cycle:");
+        for (uint32_t k = len; k-- > seen_at[cur] && used + 8 < cap;)
+            used += (size_t)snprintf(msg + used, cap - used, " \"%s\" ->",
+                                     partd_str(&d->req->strings, d->req->graph.name[path[k]]));
+        if (used + 8 < cap)
+            snprintf(msg + used, cap - used, " \"%s\"",
+                     partd_str(&d->req->strings, d->req->graph.name[path[len - 1]]));
+        char ptr[PTR_CAP];
+        ptr_index(ptr, "/graph/nodes", path[len - 1]);
+        partd_pointer_append(ptr, PTR_CAP, "inputs");
+        add(d, ptr, msg);
+        free(msg);
+    }
+    free(seen_at);
+    free(path);
+}
+
+/* Computes order[plan] = request index. Returns 0, or -1 with a cycle
+ * reported (or on ENOMEM). */
+static int topological_order(decoder *d, uint32_t *order)
+{
+    uint32_t n = d->req->graph.n_nodes;
+    if (given_order_is_topological(d)) {
+        for (uint32_t i = 0; i < n; i++)
+            order[i] = i;
+        d->req->graph.order_was_topological = 1;
+        return 0;
+    }
+    uint32_t *uoff, *uidx;
+    if (build_users(d, n, &uoff, &uidx) != 0)
+        return -1;
+    uint32_t *indegree = calloc(n, sizeof *indegree);
+    heap h = {malloc((size_t)n * sizeof(uint32_t)), 0};
+    int rc = -1;
+    if (!indegree || !h.a)
+        goto out;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = d->in_name_off[i]; k < d->in_name_off[i + 1]; k++)
+            if (d->in_name[k] != PARTD_NONE)
+                indegree[i]++;
+    for (uint32_t i = 0; i < n; i++)
+        if (!indegree[i])
+            heap_push(&h, i);
+    uint32_t done = 0;
+    while (h.n) {
+        uint32_t v = heap_pop(&h);
+        order[done++] = v;
+        for (uint32_t k = uoff[v]; k < uoff[v + 1]; k++)
+            if (--indegree[uidx[k]] == 0)
+                heap_push(&h, uidx[k]);
+    }
+    if (done == n)
+        rc = 0;
+    else
+        report_cycle(d, indegree);
+out:
+    free(uoff);
+    free(uidx);
+    free(indegree);
+    free(h.a);
+    return rc;
+}
+
+/* ---- building the model in planning order -------------------------------- */
+
+static int permute_u32(uint32_t **a, const uint32_t *order, uint32_t n)
+{
+    uint32_t *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+    if (!b)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        b[i] = (*a)[order[i]];
+    free(*a);
+    *a = b;
+    return 0;
+}
+
+static int permute_i64(int64_t **a, const uint32_t *order, uint32_t n)
+{
+    int64_t *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+    if (!b)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        b[i] = (*a)[order[i]];
+    free(*a);
+    *a = b;
+    return 0;
+}
+
+static int permute_f64(double **a, const uint32_t *order, uint32_t n)
+{
+    double *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+    if (!b)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        b[i] = (*a)[order[i]];
+    free(*a);
+    *a = b;
+    return 0;
+}
+
+static int permute_u8(uint8_t **a, const uint32_t *order, uint32_t n)
+{
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        b[i] = (*a)[order[i]];
+    free(*a);
+    *a = b;
+    return 0;
+}
+
+static int build_inputs_csr(decoder *d, const uint32_t *order, const uint32_t *rank)
+{
+    partd_graph *g = &d->req->graph;
+    uint32_t n = g->n_nodes;
+    g->in_off = calloc((size_t)n + 1, sizeof *g->in_off);
+    if (!g->in_off)
+        return -1;
+    for (uint32_t p = 0; p < n; p++) {
+        uint32_t r = order[p], c = 0;
+        for (uint32_t k = d->in_name_off[r]; k < d->in_name_off[r + 1]; k++)
+            c += d->in_name[k] != PARTD_NONE;
+        g->in_off[p + 1] = g->in_off[p] + c;
+    }
+    g->in_idx = malloc((size_t)(g->in_off[n] ? g->in_off[n] : 1) * sizeof *g->in_idx);
+    if (!g->in_idx)
+        return -1;
+    for (uint32_t p = 0; p < n; p++) {
+        uint32_t r = order[p], w = g->in_off[p];
+        for (uint32_t k = d->in_name_off[r]; k < d->in_name_off[r + 1]; k++)
+            if (d->in_name[k] != PARTD_NONE)
+                g->in_idx[w++] = rank[d->in_name[k]];
+    }
+    /* Users in planning order: ascending because p increases. */
+    g->user_off = calloc((size_t)n + 1, sizeof *g->user_off);
+    g->user_idx = malloc((size_t)(g->in_off[n] ? g->in_off[n] : 1) * sizeof *g->user_idx);
+    uint32_t *fill = calloc(n ? n : 1, sizeof *fill);
+    if (!g->user_off || !g->user_idx || !fill) {
+        free(fill);
+        return -1;
+    }
+    for (uint32_t k = 0; k < g->in_off[n]; k++)
+        g->user_off[g->in_idx[k] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        g->user_off[i + 1] += g->user_off[i];
+    for (uint32_t p = 0; p < n; p++)
+        for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
+            uint32_t src = g->in_idx[k];
+            g->user_idx[g->user_off[src] + fill[src]++] = p;
+        }
+    free(fill);
+    return 0;
+}
+
+/* Distinct named parameters; the same name with different sizes is an error. */
+static int build_params(decoder *d, const uint32_t *order)
+{
+    partd_graph *g = &d->req->graph;
+    partd_strtab *st = &d->req->strings;
+    uint32_t n = g->n_nodes;
+    uint32_t *param_of_name = malloc((size_t)(st->count ? st->count : 1) * sizeof(uint32_t));
+    uint32_t *first_node = malloc((size_t)(d->n_par_names ? d->n_par_names : 1) * sizeof(uint32_t));
+    g->param_name = malloc((size_t)(d->n_par_names ? d->n_par_names : 1) * sizeof(uint32_t));
+    g->param_size = malloc((size_t)(d->n_par_names ? d->n_par_names : 1) * sizeof(int64_t));
+    g->par_off = calloc((size_t)n + 1, sizeof *g->par_off);
+    g->par_idx = malloc((size_t)(d->n_par_names ? d->n_par_names : 1) * sizeof(uint32_t));
+    int rc = -1;
+    if (!param_of_name || !first_node || !g->param_name || !g->param_size || !g->par_off ||
+        !g->par_idx)
+        goto out;
+    for (uint32_t s = 0; s < st->count; s++)
+        param_of_name[s] = PARTD_NONE;
+    /* Parameter ids are assigned in request order so they do not depend on
+     * how the order was repaired. */
+    for (uint32_t r = 0; r < n; r++)
+        for (uint32_t k = d->par_name_off[r]; k < d->par_name_off[r + 1]; k++) {
+            uint32_t name = d->par_name[k];
+            uint32_t id = param_of_name[name];
+            if (id == PARTD_NONE) {
+                id = param_of_name[name] = g->n_params++;
+                g->param_name[id] = name;
+                g->param_size[id] = d->par_bytes[k];
+                first_node[id] = r;
+            } else if (g->param_size[id] != d->par_bytes[k]) {
+                char ptr[PTR_CAP];
+                ptr_index(ptr, "/graph/nodes", r);
+                partd_pointer_append(ptr, PTR_CAP, "params");
+                partd_pointer_append_index(ptr, PTR_CAP, k - d->par_name_off[r]);
+                partd_pointer_append(ptr, PTR_CAP, "bytes");
+                partd_problem_add(d->pb, ptr,
+                                  "parameter \"%s\" has %lld bytes here but %lld at "
+                                  "/graph/nodes/%u",
+                                  partd_str(st, name), (long long)d->par_bytes[k],
+                                  (long long)g->param_size[id], first_node[id]);
+            }
+        }
+    for (uint32_t p = 0; p < n; p++) {
+        uint32_t r = order[p];
+        g->par_off[p + 1] = g->par_off[p] + (d->par_name_off[r + 1] - d->par_name_off[r]);
+        for (uint32_t k = d->par_name_off[r], w = g->par_off[p]; k < d->par_name_off[r + 1]; k++)
+            g->par_idx[w++] = param_of_name[d->par_name[k]];
+    }
+    rc = 0;
+out:
+    free(param_of_name);
+    free(first_node);
+    return rc;
+}
+
+static int build_planning_order(decoder *d, const uint32_t *order)
+{
+    partd_graph *g = &d->req->graph;
+    uint32_t n = g->n_nodes;
+    uint32_t *rank = malloc((size_t)(n ? n : 1) * sizeof *rank);
+    if (!rank)
+        return -1;
+    for (uint32_t p = 0; p < n; p++)
+        rank[order[p]] = p;
+    int rc = build_inputs_csr(d, order, rank);
+    if (rc == 0)
+        rc = build_params(d, order);
+    for (uint32_t p = 0; p < n; p++)
+        g->request_index[p] = order[p];
+    if (rc == 0 && !g->order_was_topological)
+        rc = permute_u8(&g->op, order, n) | permute_u8(&g->has_params, order, n) |
+             permute_u32(&g->name, order, n) | permute_u32(&g->target, order, n) |
+             permute_u32(&g->module, order, n) |
+             permute_i64(&g->output_bytes, order, n) |
+             permute_i64(&g->param_bytes, order, n) |
+             permute_f64(&g->latency_ms, order, n) |
+             permute_f64(&g->mem_latency_ms, order, n);
+    g->output_node = PARTD_NONE;
+    for (uint32_t p = 0; p < n; p++)
+        if (g->op[p] == PARTD_OP_OUTPUT)
+            g->output_node = p;
+    free(rank);
+    return rc;
+}
+
+/* graph.modules is decoded by the SAC unit (modules.h). */
+static void decode_modules(decoder *d, json_t *modules)
+{
+    (void)modules;
+    add(d, "/graph/modules", "graph.modules is not supported by this build");
+}
+
+static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *lim)
+{
+    static const char *const graph_members[] = {"name", "nodes", "modules", NULL};
+    if (!json_is_object(graph)) {
+        partd_problem_add(d->pb, "/graph", "must be an object, not %s", json_type_name(graph));
+        return;
+    }
+    check_members(d, graph, "/graph", graph_members, 1);
+    json_t *name = json_object_get(graph, "name");
+    if (name && !json_is_string(name))
+        partd_problem_add(d->pb, "/graph/name", "must be a string, not %s",
+                          json_type_name(name));
+    json_t *nodes = json_object_get(graph, "nodes");
+    if (!nodes) {
+        add(d, "/graph/nodes", "is required");
+        return;
+    }
+    if (!json_is_array(nodes)) {
+        partd_problem_add(d->pb, "/graph/nodes", "must be an array, not %s",
+                          json_type_name(nodes));
+        return;
+    }
+    size_t n = json_array_size(nodes);
+    if (n == 0) {
+        add(d, "/graph/nodes", "must have at least one node");
+        return;
+    }
+    if (n >= UINT32_MAX / 2 || (lim && lim->max_nodes && n > lim->max_nodes)) {
+        partd_problem_add(d->pb, "/graph/nodes", "has %zu nodes; this server takes at most %u",
+                          n, lim && lim->max_nodes ? lim->max_nodes : UINT32_MAX / 2);
+        return;
+    }
+    if (alloc_graph(d, (uint32_t)n) != 0 || alloc_flat(d, nodes) != 0) {
+        add(d, "/graph/nodes", "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        decode_node(d, json_array_get(nodes, i), i);
+    json_t *modules = json_object_get(graph, "modules");
+    if (modules) {
+        if (!json_is_object(modules))
+            partd_problem_add(d->pb, "/graph/modules", "must be an object, not %s",
+                              json_type_name(modules));
+        else
+            decode_modules(d, modules);
+    }
+}
+
+/* Runs the reference passes once every node has decoded. */
+static int link_graph(decoder *d)
+{
+    partd_graph *g = &d->req->graph;
+    uint32_t n = g->n_nodes;
+    partd_strtab *st = &d->req->strings;
+    uint32_t *name_node = malloc((size_t)(st->count ? st->count : 1) * sizeof *name_node);
+    uint32_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    int rc = -1;
+    if (!name_node || !order)
+        goto out;
+    for (uint32_t s = 0; s < st->count; s++)
+        name_node[s] = PARTD_NONE;
+    check_nodes(d, name_node);
+    resolve_inputs(d, name_node);
+    if (d->pb->n_errors)
+        goto out; /* an order of a graph with unknown references means nothing */
+    if (topological_order(d, order) != 0)
+        goto out;
+    rc = build_planning_order(d, order);
+out:
+    free(name_node);
+    free(order);
+    return rc;
+}
+
+/* ---- devices and options ------------------------------------------------- */
+
+static void decode_devices(decoder *d, json_t *devices, const partd_decode_limits *lim)
+{
+    static const char *const device_members[] = {"name", "memory_bytes", "logical_id",
+                                                 "speed", NULL};
+    if (!devices) {
+        add(d, "/devices", "is required");
+        return;
+    }
+    if (!json_is_array(devices)) {
+        partd_problem_add(d->pb, "/devices", "must be an array, not %s",
+                          json_type_name(devices));
+        return;
+    }
+    size_t n = json_array_size(devices);
+    if (n == 0) {
+        add(d, "/devices", "at least one device is required");
+        return;
+    }
+    uint32_t max = lim && lim->max_devices ? lim->max_devices : 65536;
+    if (n > max) {
+        partd_problem_add(d->pb, "/devices", "has %zu devices; at most %u are allowed", n, max);
+        return;
+    }
+    d->req->devices = calloc(n, sizeof *d->req->devices);
+    if (!d->req->devices) {
+        add(d, "/devices", "out of memory");
+        return;
+    }
+    d->req->n_devices = (uint32_t)n;
+    char base[PTR_CAP], ptr[PTR_CAP];
+    for (size_t i = 0; i < n; i++) {
+        partd_device *dev = &d->req->devices[i];
+        json_t *o = json_array_get(devices, i), *v;
+        dev->name = PARTD_STR_NONE;
+        dev->logical_id = (int64_t)i;
+        dev->speed = 1.0;
+        ptr_index(base, "/devices", i);
+        if (!json_is_object(o)) {
+            partd_problem_add(d->pb, base, "must be an object, not %s", json_type_name(o));
+            continue;
+        }
+        check_members(d, o, base, device_members, 1);
+        ptr_member(ptr, base, "name");
+        if (!(v = json_object_get(o, "name")))
+            add(d, ptr, "is required");
+        else
+            dev->name = get_name(d, v, ptr);
+        ptr_member(ptr, base, "memory_bytes");
+        if (!(v = json_object_get(o, "memory_bytes")))
+            add(d, ptr, "is required");
+        else
+            get_bytes(d, v, ptr, 1, &dev->memory_bytes);
+        if ((v = json_object_get(o, "logical_id"))) {
+            ptr_member(ptr, base, "logical_id");
+            get_int(d, v, ptr, 0, INT32_MAX, &dev->logical_id);
+        }
+        if ((v = json_object_get(o, "speed"))) {
+            ptr_member(ptr, base, "speed");
+            get_number(d, v, ptr, 0, 1, 1e9, &dev->speed);
+        }
+        for (size_t j = 0; j < i; j++) {
+            partd_device *o2 = &d->req->devices[j];
+            if (dev->name != PARTD_STR_NONE && o2->name == dev->name) {
+                ptr_member(ptr, base, "name");
+                partd_problem_add(d->pb, ptr, "duplicate device name \"%s\" (first at /devices/%zu)",
+                                  partd_str(&d->req->strings, dev->name), j);
+            }
+            if (o2->logical_id == dev->logical_id) {
+                ptr_member(ptr, base, "logical_id");
+                partd_problem_add(d->pb, ptr, "duplicate logical id %lld (also /devices/%zu)",
+                                  (long long)dev->logical_id, j);
+            }
+        }
+    }
+}
+
+static const char *const mode_names[] = {"pipeline", "size_based", NULL};
+static const char *const balance_names[] = {"time", "memory", "params", "uniform", NULL};
+static const char *const schedule_names[] = {"inference", "gpipe", "1f1b", NULL};
+
+static void decode_pipeline_options(decoder *d, json_t *o, uint32_t default_stages)
+{
+    static const char *const members[] = {"stages", "balance_by", "cut_after", "schedule",
+                                          "microbatches", "param_factor", NULL};
+    partd_pipeline_options *po = &d->req->options.pipeline;
+    json_t *v;
+    int e;
+    int64_t x;
+    if (!o)
+        return;
+    if (!json_is_object(o)) {
+        partd_problem_add(d->pb, "/options/pipeline", "must be an object, not %s",
+                          json_type_name(o));
+        return;
+    }
+    check_members(d, o, "/options/pipeline", members, 0);
+    if ((v = json_object_get(o, "stages"))) {
+        if (!json_is_integer(v))
+            partd_problem_add(d->pb, "/options/pipeline/stages", "must be an integer, not %s",
+                              json_type_name(v));
+        else if (json_integer_value(v) < 1 || json_integer_value(v) > default_stages)
+            partd_problem_add(d->pb, "/options/pipeline/stages",
+                              "must be between 1 and %u (the smaller of the number of "
+                              "devices and of operation nodes), not %lld",
+                              default_stages, (long long)json_integer_value(v));
+        else
+            po->stages = (uint32_t)json_integer_value(v);
+    }
+    if ((v = json_object_get(o, "balance_by")) &&
+        get_enum(d, v, "/options/pipeline/balance_by", balance_names, &e) == 0)
+        po->balance_by = (partd_balance_by)e;
+    if ((v = json_object_get(o, "schedule")) &&
+        get_enum(d, v, "/options/pipeline/schedule", schedule_names, &e) == 0)
+        po->schedule = (partd_schedule)e;
+    if ((v = json_object_get(o, "microbatches")) &&
+        get_int(d, v, "/options/pipeline/microbatches", 1, MAX_MICROBATCHES, &x) == 0)
+        po->microbatches = (uint32_t)x;
+    if ((v = json_object_get(o, "param_factor")))
+        get_number(d, v, "/options/pipeline/param_factor", 0, 1, MAX_PARAM_FACTOR,
+                   &po->param_factor);
+    if ((v = json_object_get(o, "cut_after")))
+        get_name_list(d, v, "/options/pipeline/cut_after", 1u << 20, &po->cut_after,
+                      &po->n_cut_after);
+}
+
+static void decode_sac_options(decoder *d, json_t *o)
+{
+    static const char *const members[] = {"memory_budget_bytes", "world_size", "ac_units",
+                                          "fsdp_units", "op_level", "time_limit_ms",
+                                          "relative_gap", "frontier_points", NULL};
+    partd_sac_options *so = &d->req->options.sac;
+    json_t *v;
+    int64_t x;
+    if (!o)
+        return;
+    if (!json_is_object(o)) {
+        partd_problem_add(d->pb, "/options/sac", "must be an object, not %s", json_type_name(o));
+        return;
+    }
+    so->enabled = 1;
+    check_members(d, o, "/options/sac", members, 0);
+    if ((v = json_object_get(o, "memory_budget_bytes")))
+        get_bytes(d, v, "/options/sac/memory_budget_bytes", 1, &so->memory_budget_bytes);
+    if ((v = json_object_get(o, "world_size")) &&
+        get_int(d, v, "/options/sac/world_size", 1, 1 << 20, &x) == 0)
+        so->world_size = (uint32_t)x;
+    if ((v = json_object_get(o, "ac_units")))
+        so->has_ac_units = get_name_list(d, v, "/options/sac/ac_units", 1u << 20,
+                                         &so->ac_units, &so->n_ac_units) == 0;
+    if ((v = json_object_get(o, "fsdp_units")))
+        so->has_fsdp_units = get_name_list(d, v, "/options/sac/fsdp_units", 1u << 20,
+                                           &so->fsdp_units, &so->n_fsdp_units) == 0;
+    if ((v = json_object_get(o, "op_level"))) {
+        if (!json_is_boolean(v))
+            partd_problem_add(d->pb, "/options/sac/op_level", "must be a boolean, not %s",
+                              json_type_name(v));
+        else
+            so->op_level = json_is_true(v);
+    }
+    if ((v = json_object_get(o, "time_limit_ms")))
+        get_number(d, v, "/options/sac/time_limit_ms", 0, 1, MAX_TIME_LIMIT_MS,
+                   &so->time_limit_ms);
+    if ((v = json_object_get(o, "relative_gap")))
+        get_number(d, v, "/options/sac/relative_gap", 0, 0, 1, &so->relative_gap);
+    if ((v = json_object_get(o, "frontier_points")) &&
+        get_int(d, v, "/options/sac/frontier_points", 2, 100, &x) == 0)
+        so->frontier_points = (uint32_t)x;
+}
+
+static void set_default_options(partd_request *req)
+{
+    partd_options *o = &req->options;
+    o->mode = PARTD_MODE_PIPELINE;
+    o->transfer_bytes_per_sec = 1e10;
+    o->pipeline.balance_by = PARTD_BALANCE_TIME;
+    o->pipeline.schedule = PARTD_SCHEDULE_INFERENCE;
+    o->pipeline.microbatches = 1;
+    o->pipeline.param_factor = 1.0;
+    o->sac.world_size = 1;
+    o->sac.time_limit_ms = 10000;
+}
+
+static void decode_options(decoder *d, json_t *o)
+{
+    static const char *const members[] = {"mode", "transfer_bytes_per_sec", "pipeline",
+                                          "sac", NULL};
+    partd_request *req = d->req;
+    uint32_t default_stages = req->n_devices < req->graph.n_ops ? req->n_devices
+                                                                  : req->graph.n_ops;
+    if (default_stages == 0)
+        default_stages = 1;
+    if (o && !json_is_object(o)) {
+        partd_problem_add(d->pb, "/options", "must be an object, not %s", json_type_name(o));
+        o = NULL;
+    }
+    if (o) {
+        json_t *v;
+        int e;
+        check_members(d, o, "/options", members, 0);
+        if ((v = json_object_get(o, "mode")) &&
+            get_enum(d, v, "/options/mode", mode_names, &e) == 0)
+            req->options.mode = (partd_mode)e;
+        if ((v = json_object_get(o, "transfer_bytes_per_sec")))
+            get_number(d, v, "/options/transfer_bytes_per_sec", 0, 1, 1e18,
+                       &req->options.transfer_bytes_per_sec);
+        decode_pipeline_options(d, json_object_get(o, "pipeline"), default_stages);
+        decode_sac_options(d, json_object_get(o, "sac"));
+    }
+    if (!req->options.pipeline.stages)
+        req->options.pipeline.stages = default_stages;
+    if (req->options.sac.enabled && !req->options.sac.memory_budget_bytes) {
+        int64_t m = INT64_MAX;
+        for (uint32_t i = 0; i < req->n_devices; i++)
+            if (req->devices[i].memory_bytes < m)
+                m = req->devices[i].memory_bytes;
+        req->options.sac.memory_budget_bytes = m == INT64_MAX ? 0 : m;
+    }
+}
+
+/* ---- entry point --------------------------------------------------------- */
+
+void partd_request_free(partd_request *req)
+{
+    if (!req)
+        return;
+    partd_graph *g = &req->graph;
+    free(g->op);
+    free(g->has_params);
+    free(g->name);
+    free(g->target);
+    free(g->module);
+    free(g->request_index);
+    free(g->output_bytes);
+    free(g->param_bytes);
+    free(g->latency_ms);
+    free(g->mem_latency_ms);
+    free(g->in_off);
+    free(g->in_idx);
+    free(g->user_off);
+    free(g->user_idx);
+    free(g->par_off);
+    free(g->par_idx);
+    free(g->param_name);
+    free(g->param_size);
+    free(req->devices);
+    free(req->options.pipeline.cut_after);
+    free(req->options.sac.ac_units);
+    free(req->options.sac.fsdp_units);
+    partd_strtab_free(&req->strings);
+    free(req);
+}
+
+uint64_t partd_request_model_bytes(const partd_request *req)
+{
+    const partd_graph *g = &req->graph;
+    uint64_t per_node = 2 + 5 * sizeof(uint32_t) + 4 * 8 + 3 * sizeof(uint32_t);
+    return (uint64_t)g->n_nodes * per_node +
+           (uint64_t)(g->in_off ? g->in_off[g->n_nodes] : 0) * 2 * sizeof(uint32_t) +
+           (uint64_t)g->n_params * 12 + req->strings.cap +
+           (uint64_t)req->strings.offset_cap * 8 + (uint64_t)req->strings.n_slots * 4 +
+           (uint64_t)req->n_devices * sizeof(partd_device);
+}
+
+/* Estimate from the parsed tree before converting, so an oversized request
+ * is refused before its model is allocated. */
+static uint64_t estimate_model_bytes(json_t *root)
+{
+    json_t *nodes = json_object_get(json_object_get(root, "graph"), "nodes");
+    if (!json_is_array(nodes))
+        return 0;
+    uint64_t bytes = 0;
+    size_t n = json_array_size(nodes);
+    for (size_t i = 0; i < n; i++) {
+        json_t *node = json_array_get(nodes, i);
+        json_t *in = json_object_get(node, "inputs");
+        json_t *name = json_object_get(node, "name");
+        bytes += 120 + (json_is_array(in) ? json_array_size(in) * 12 : 0) +
+                 (json_is_string(name) ? json_string_length(name) + 16 : 0);
+    }
+    return bytes;
+}
+
+static void decoder_free(decoder *d)
+{
+    free(d->in_name_off);
+    free(d->in_name);
+    free(d->par_name_off);
+    free(d->par_name);
+    free(d->par_bytes);
+    free(d->modules_canonical);
+}
+
+static int decode_root(decoder *d, json_t *root, const partd_decode_limits *lim)
+{
+    static const char *const root_members[] = {"graph", "devices", "options", NULL};
+    if (!json_is_object(root)) {
+        partd_problem_add(d->pb, "", "the request must be a JSON object, not %s",
+                          json_type_name(root));
+        return PARTD_EINVALID;
+    }
+    if (lim && lim->max_model_bytes) {
+        uint64_t est = estimate_model_bytes(root);
+        if (est > lim->max_model_bytes) {
+            partd_problem_set(d->pb, 422, "model-too-large", "Model too large",
+                              "the decoded model would take about %llu bytes; this server "
+                              "takes at most %llu (--max-model-bytes)",
+                              (unsigned long long)est,
+                              (unsigned long long)lim->max_model_bytes);
+            partd_problem_add(d->pb, "/graph/nodes", "about %llu bytes when decoded",
+                              (unsigned long long)est);
+            return PARTD_ETOOBIG;
+        }
+    }
+    check_members(d, root, "", root_members, 1);
+    json_t *graph = json_object_get(root, "graph");
+    if (!graph)
+        add(d, "/graph", "is required");
+    else
+        decode_graph(d, graph, lim);
+    decode_devices(d, json_object_get(root, "devices"), lim);
+    if (d->req->graph.n_nodes)
+        link_graph(d);
+    decode_options(d, json_object_get(root, "options"));
+    return d->pb->n_errors ? PARTD_EINVALID : PARTD_OK;
+}
+
+int partd_request_decode(const char *body, size_t len, const partd_decode_limits *lim,
+                         partd_request **out, partd_problem *pb)
+{
+    *out = NULL;
+    json_error_t err;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    if (!root) {
+        partd_problem_set(pb, 400, "malformed-json", "Malformed JSON",
+                          "the body is not valid JSON: %s (line %d, column %d, byte %d)",
+                          err.text, err.line, err.column, err.position);
+        return PARTD_EMALFORMED;
+    }
+    partd_request *req = calloc(1, sizeof *req);
+    if (!req) {
+        json_decref(root);
+        partd_problem_set(pb, 503, "out-of-memory", "Out of memory",
+                          "the server ran out of memory decoding the request");
+        return PARTD_ENOMEM;
+    }
+    partd_strtab_init(&req->strings);
+    set_default_options(req);
+    req->graph.output_node = PARTD_NONE;
+    decoder d = {.req = req, .pb = pb};
+    int rc = decode_root(&d, root, lim);
+    json_decref(root);
+    if (rc == PARTD_OK && partd_request_hash(req, d.modules_canonical) != PARTD_OK)
+        rc = PARTD_ENOMEM;
+    decoder_free(&d);
+    if (rc != PARTD_OK) {
+        if (rc == PARTD_EINVALID)
+            partd_problem_set(pb, 422, "invalid-request", "Invalid request",
+                              "the request has %u error%s%s", pb->n_errors + pb->dropped,
+                              pb->n_errors + pb->dropped == 1 ? "" : "s",
+                              pb->dropped ? " (the first 100 are listed)" : "");
+        else if (rc == PARTD_ENOMEM)
+            partd_problem_set(pb, 503, "out-of-memory", "Out of memory",
+                              "the server ran out of memory decoding the request");
+        partd_request_free(req);
+        return rc;
+    }
+    *out = req;
+    return PARTD_OK;
+}

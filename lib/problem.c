@@ -1,0 +1,152 @@
+/* problem.c - RFC 9457 problem documents; see problem.h. */
+#include "problem.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TYPE_PREFIX "urn:partd:problem:"
+
+void partd_problem_init(partd_problem *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+void partd_problem_free(partd_problem *p)
+{
+    free(p->type);
+    free(p->title);
+    free(p->detail);
+    for (uint32_t i = 0; i < p->n_errors; i++) {
+        free(p->errors[i].pointer);
+        free(p->errors[i].message);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+static char *vformat(const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0)
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s)
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+void partd_problem_set(partd_problem *p, int status, const char *type_slug,
+                       const char *title, const char *detail_fmt, ...)
+{
+    free(p->type);
+    free(p->title);
+    free(p->detail);
+    p->status = status;
+    size_t tl = strlen(TYPE_PREFIX) + strlen(type_slug) + 1;
+    p->type = malloc(tl);
+    if (p->type)
+        snprintf(p->type, tl, "%s%s", TYPE_PREFIX, type_slug);
+    p->title = strdup(title);
+    va_list ap;
+    va_start(ap, detail_fmt);
+    p->detail = vformat(detail_fmt, ap);
+    va_end(ap);
+}
+
+int partd_problem_add(partd_problem *p, const char *pointer, const char *fmt, ...)
+{
+    if (p->n_errors >= PARTD_PROBLEM_MAX_ERRORS) {
+        p->dropped++;
+        return -1;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(fmt, ap);
+    va_end(ap);
+    char *ptr = strdup(pointer);
+    if (!msg || !ptr) {
+        free(msg);
+        free(ptr);
+        p->dropped++;
+        return -1;
+    }
+    p->errors[p->n_errors].pointer = ptr;
+    p->errors[p->n_errors].message = msg;
+    p->n_errors++;
+    return 0;
+}
+
+int partd_problem_full(const partd_problem *p)
+{
+    return p->n_errors >= PARTD_PROBLEM_MAX_ERRORS;
+}
+
+char *partd_problem_to_json(const partd_problem *p, size_t *len)
+{
+    json_t *doc = json_object();
+    json_t *errors = json_array();
+    if (!doc || !errors) {
+        json_decref(doc);
+        json_decref(errors);
+        return NULL;
+    }
+    json_object_set_new(doc, "type", json_string(p->type ? p->type : "about:blank"));
+    json_object_set_new(doc, "title", json_string(p->title ? p->title : "Error"));
+    json_object_set_new(doc, "status", json_integer(p->status ? p->status : 500));
+    json_object_set_new(doc, "detail", json_string(p->detail ? p->detail : ""));
+    for (uint32_t i = 0; i < p->n_errors; i++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "pointer", json_string(p->errors[i].pointer));
+        json_object_set_new(e, "message", json_string(p->errors[i].message));
+        json_array_append_new(errors, e);
+    }
+    json_object_set_new(doc, "errors", errors);
+    if (p->dropped)
+        json_object_set_new(doc, "errors_dropped", json_integer(p->dropped));
+    char *s = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    json_decref(doc);
+    if (!s)
+        return NULL;
+    size_t n = strlen(s);
+    char *out = realloc(s, n + 2);
+    if (!out) {
+        free(s);
+        return NULL;
+    }
+    out[n] = '\n';
+    out[n + 1] = '\0';
+    if (len)
+        *len = n + 1;
+    return out;
+}
+
+void partd_pointer_append(char *buf, size_t cap, const char *token)
+{
+    size_t n = strnlen(buf, cap);
+    if (n + 1 >= cap)
+        return;
+    buf[n++] = '/';
+    for (const char *c = token; *c && n + 1 < cap; c++) {
+        if (*c == '~' || *c == '/') {
+            if (n + 2 >= cap)
+                break;
+            buf[n++] = '~';
+            buf[n++] = *c == '~' ? '0' : '1';
+        } else {
+            buf[n++] = *c;
+        }
+    }
+    buf[n] = '\0';
+}
+
+void partd_pointer_append_index(char *buf, size_t cap, size_t index)
+{
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%zu", index);
+    partd_pointer_append(buf, cap, tmp);
+}
