@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "modules.h"
 #include "partd.h"
 
 #define PTR_CAP 1200
@@ -908,8 +909,8 @@ static int build_planning_order(decoder *d, const uint32_t *order)
 /* graph.modules is decoded by the SAC unit (modules.h). */
 static void decode_modules(decoder *d, json_t *modules)
 {
-    (void)modules;
-    add(d, "/graph/modules", "graph.modules is not supported by this build");
+    partd_modules_decode(modules, &d->req->strings, d->pb, &d->req->modules,
+                         &d->modules_canonical);
 }
 
 static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *lim)
@@ -1236,6 +1237,7 @@ void partd_request_free(partd_request *req)
     free(req->options.pipeline.cut_after);
     free(req->options.sac.ac_units);
     free(req->options.sac.fsdp_units);
+    partd_modules_free(req->modules);
     partd_strtab_free(&req->strings);
     free(req);
 }
