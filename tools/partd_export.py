@@ -301,7 +301,8 @@ def export_graph(module, example_inputs, *, name=None, timing=True, timing_runs=
                           timing=timing, timing_runs=timing_runs, fx_sizes=fx_sizes,
                           shapes=shapes)
     if module_info:
-        graph["modules"] = gather_module_info(module, example_inputs, gm=gm)
+        graph["modules"] = gather_module_info(module, example_inputs, gm=gm,
+                                              timing_runs=timing_runs if timing else 1)
     return graph
 
 
@@ -321,6 +322,8 @@ def export_traced(gm, example_inputs, *, name=None, timing=True, timing_runs=5,
             if timing:
                 for node in gm.graph.nodes:
                     latencies[node] = _round_ms(recorder.time_node(node, timing_runs))
+                    # gather_module_info() reuses the measurement
+                    node.meta["partd_latency_ms"] = latencies[node]
             recorder.env.clear()
     finally:
         _restore_modes(modes)
@@ -716,7 +719,7 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
         runs = [_Gatherer(module) for _ in range(max(1, timing_runs))]
         for g in runs:
             g.run(inputs)
-        latencies, saved_nodes = _fx_training_pass(gm, inputs)
+        latencies, saved_nodes = _fx_training_pass(gm, inputs, timing_runs)
     finally:
         _restore_modes(modes)
     g = runs[0]
@@ -795,9 +798,10 @@ def _add_tradeoff(entry, ops):
     entry["breakpoints"] = [float(f"{b:.6g}") for b in breaks]
 
 
-def _fx_training_pass(gm, inputs):
-    """Times each FX node in training mode and finds the nodes whose output
-    autograd saves for backward (saved-tensor hooks)."""
+def _fx_training_pass(gm, inputs, timing_runs):
+    """Finds the nodes whose output autograd saves for backward (saved-tensor
+    hooks) and the latency of every node: the one export_traced() measured
+    when there is one, else timed here."""
     saved_ptrs = set()
     param_ptrs = {p.data_ptr() for p in gm.parameters()}
 
@@ -816,7 +820,10 @@ def _fx_training_pass(gm, inputs):
             saved_nodes.add(node)
     with torch.no_grad():
         for node in gm.graph.nodes:
-            latencies[node] = _round_ms(rec.time_node(node, 3))
+            if "partd_latency_ms" in node.meta:
+                latencies[node] = node.meta["partd_latency_ms"]
+            else:
+                latencies[node] = _round_ms(rec.time_node(node, timing_runs))
     rec.env.clear()
     return latencies, saved_nodes
 

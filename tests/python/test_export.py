@@ -1,9 +1,11 @@
 """Tests of tools/partd_export.py: graph export, sizes, shared parameters,
 module ownership, timing switch, device specs, module info, command line."""
 
+import io
 import json
 import os
 import subprocess
+from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
@@ -365,6 +367,14 @@ def test_cli_graph_only_to_stdout():
     (["torch.nn:Identity", "--input", "1", "--devices", "1GiB", "--kwargs", "[]"], "JSON object"),
 ])
 def test_cli_rejects_bad_arguments(args, message):
-    proc = _export(*args)
-    assert proc.returncode == 2
-    assert message in proc.stderr
+    # in-process: the messages come before any tracing
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        code = pe.main(args)
+    assert code == 2
+    assert message in err.getvalue()
+
+
+def test_cli_bad_arguments_exit_2_as_a_program():
+    proc = _export("torch.nn:Identity", "--input", "1", "--devices", "1GiBs")
+    assert proc.returncode == 2 and "byte size" in proc.stderr

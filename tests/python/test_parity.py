@@ -230,3 +230,27 @@ def test_exported_sizes_are_fx_sizes(exported):
             assert ours["output_bytes"] + params == node.size_bytes.total_size, node.name
         if node.op in ("call_function", "call_method"):
             assert "params" not in ours
+
+
+def test_size_based_example_matches_pytorch(monkeypatch):
+    """examples/resnet50-size_based: the stored result is PyTorch's plan."""
+    import json
+    import os
+    from conftest import ROOT
+    base = os.path.join(ROOT, "examples", "resnet50-size_based")
+    with open(base + ".request.json") as f:
+        request = json.load(f)
+    with open(base + ".result.json") as f:
+        result = json.load(f)
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50().eval()
+    gm = pe.trace(model)
+    graph = pe.export_traced(gm, torch.randn(1, 3, 224, 224), timing=False, fx_sizes=True)
+    assert [n["output_bytes"] for n in graph["nodes"]] == \
+        [n["output_bytes"] for n in request["graph"]["nodes"]]
+    ex = Exported.__new__(Exported)
+    ex.model, ex.gm, ex.extended = model, gm, False
+    devices = [dict(d, logical_id=i) for i, d in enumerate(request["devices"])]
+    theirs = _pytorch_plan(ex, devices, monkeypatch)
+    ours = sorted((frozenset(p["nodes"]), tuple(p["logical_ids"])) for p in result["partitions"])
+    assert ours == theirs
