@@ -14,7 +14,8 @@ PY=${PYTHON:-/usr/bin/python3}
 PARTD=${1:-${PARTD_BIN:-build/partd}}
 EXPORT="$PY tools/partd_export.py"
 cd "$(dirname "$0")/.."
-mkdir -p examples/resnet50 examples/resnet50-size_based examples/gpt2-small examples/vit_b_16
+mkdir -p examples/resnet50 examples/resnet50-size_based examples/gpt2-small examples/gpt2-sac \
+    examples/vit_b_16
 
 # ResNet-50, microbatches of 32 images (node sizes are per microbatch),
 # four microbatches in flight (GPipe) over four 16 GiB GPUs.
@@ -30,13 +31,20 @@ $EXPORT torchvision.models:resnet50 --input 1,3,224,224 --fx-sizes --no-timing \
 
 # GPT-2 small (124M, tied embedding and LM head), 1 x 64 tokens, training:
 # 1F1B over two fast and two half-speed GPUs, weights + grads + Adam moments
-# (param_factor 4), plus the activation-checkpointing plan for a 2 GiB
-# budget from the module statistics gathered in one training step.
+# (param_factor 4). The tied weight shows up in tied_params.
 $EXPORT tests/python/models.py:gpt2 --input 1,64:int64 --timing-runs 2 \
     --devices a100-0=40GiB,a100-1=40GiB,t4-0=16GiB@0.5,t4-1=16GiB@0.5 \
     --mode pipeline --balance-by time --schedule 1f1b --microbatches 8 \
-    --param-factor 4 --module-info --sac-budget 2GiB --sac-op-level \
-    -o examples/gpt2-small/request.json
+    --param-factor 4 -o examples/gpt2-small/request.json
+
+# A GPT-2-shaped model whose activations dominate (4 x 512 tokens, width 128,
+# 4 layers), with the module statistics of one training step and the
+# activation-checkpointing plan for a 96 MiB budget (about 60 % of its
+# unconstrained peak), op-level policies included.
+$EXPORT tests/python/models.py:gpt2 \
+    --kwargs '{"vocab": 1000, "positions": 512, "width": 128, "layers": 4, "heads": 4}' \
+    --input 4,512:int64 --timing-runs 2 --devices 2x8GiB --module-info \
+    --sac-budget 96MiB --sac-op-level -o examples/gpt2-sac/request.json
 
 # ViT-B/16, one image, inference on one large and one small GPU, stages
 # balanced by time with the small GPU 3x slower.

@@ -1,5 +1,5 @@
 """docs/README-tour.md says what partd does: every JSON block in it parses;
-every `options` fragment, put into the GPT-2 example request, validates
+every `options` fragment, put into the examples/gpt2-sac request, validates
 against the request schema and `partd plan` plans it; the device and node
 fragments validate; the commands it shows exist."""
 
@@ -17,7 +17,7 @@ import partd_export  # noqa: E402
 from conftest import ROOT, run_plan  # noqa: E402
 
 TOUR = os.path.join(ROOT, "docs", "README-tour.md")
-EXAMPLE = os.path.join(ROOT, "examples", "gpt2-small", "request.json")
+EXAMPLE = os.path.join(ROOT, "examples", "gpt2-sac", "request.json")
 OPTION_KEYS = {"mode", "transfer_bytes_per_sec", "pipeline", "sac"}
 
 

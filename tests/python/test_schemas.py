@@ -167,7 +167,7 @@ def _result_path(request_path):
 
 
 def test_examples_exist():
-    assert {"resnet50", "resnet50-size_based", "gpt2-small", "vit_b_16"} <= set(EXAMPLE_IDS)
+    assert {"resnet50", "resnet50-size_based", "gpt2-small", "gpt2-sac", "vit_b_16"} <= set(EXAMPLE_IDS)
     for req in EXAMPLE_REQUESTS:
         assert os.path.exists(_result_path(req)), req
 
