@@ -9,6 +9,7 @@
 
 #include "partd.h"
 #include "pipeline.h"
+#include "sac.h"
 #include "size_based.h"
 
 /* ---- allocation ---------------------------------------------------------- */
@@ -49,6 +50,7 @@ void partd_plan_free(partd_plan *plan)
     for (uint32_t i = 0; i < plan->n_tied; i++)
         free(plan->tied[i].parts);
     free(plan->tied);
+    partd_sac_result_free(plan->sac);
     free(plan);
 }
 
@@ -294,6 +296,8 @@ int partd_plan_run(const partd_request *req, const partd_cancel *cancel, partd_p
 {
     *out = NULL;
     int rc = run_mode(req, cancel, out, problem);
+    if (rc == PARTD_OK && req->options.sac.enabled)
+        rc = partd_sac_plan(req, cancel, &(*out)->sac, problem);
     if (rc != PARTD_OK) {
         partd_plan_free(*out);
         *out = NULL;

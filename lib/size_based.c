@@ -307,6 +307,17 @@ static int hold_partition(state *st, mapping *m, const fx_part *p, uint32_t d)
     return 0;
 }
 
+/* Membership in a partition being mapped. Those are single-node partitions
+ * (one operation and the constants it reads), all created before mapping
+ * starts, so the greedy phase's marks no longer tell; their sets are tiny. */
+static int member_of(const state *st, const fx_part *p, uint32_t u)
+{
+    for (uint32_t i = p->first; i < p->end; i++)
+        if (st->members[i] == u)
+            return 1;
+    return 0;
+}
+
 /* calculate_extra_mem_bytes_needed_for(partition, partitions on d) */
 static int64_t extra_on_device(const state *st, const mapping *m, const fx_part *p,
                                uint32_t d)
@@ -320,7 +331,7 @@ static int64_t extra_on_device(const state *st, const mapping *m, const fx_part 
         bytes += fx_total(g, v);
         for (uint32_t k = g->in_off[v]; k < g->in_off[v + 1]; k++) {
             uint32_t u = g->in_idx[k];
-            if (!in_part(st, p, u) && !pair_set_has(&m->held, u, d))
+            if (!member_of(st, p, u) && !pair_set_has(&m->held, u, d))
                 bytes += fx_output(g, u);
         }
     }
