@@ -93,6 +93,7 @@ typedef struct pl_model {
     int32_t *target;           /* uniform: DeepSpeed partition_uniform size */
     double param_factor;
     pl_objective objective;
+    int tie_sweep_always;      /* tests: always use the tie breaks' sweep */
 } pl_model;
 
 /* A stage under evaluation: [a, e) with the P and R resource bytes counted in
