@@ -53,7 +53,8 @@ all: $(PARTD) $(LIBPARTD)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DPARTD_BUILD='"$(GIT_REV)"' -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -DPARTD_BUILD='"$(GIT_REV)"' -MMD -MP -c $< -o $@
 
 $(LIBPARTD): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd_plan.h"
+#include "serve.h"
 
 typedef struct command {
     const char *name;
@@ -12,6 +13,8 @@ typedef struct command {
 
 static const command commands[] = {
     {"plan", partd_cmd_plan, "plan a request offline: partd plan [REQUEST.json|-] [-o OUT]"},
+    {"serve", partd_serve_main, "run the service: partd serve [--listen ADDR:PORT] ... (--help)"},
+    {"healthcheck", partd_healthcheck_main, "exit 0 when /livez answers 200: [--url URL]"},
     {"version", partd_cmd_version, "print the version"},
 };
 

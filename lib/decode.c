@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "modules.h"
 #include "partd.h"
 
 #define PTR_CAP 1200
@@ -658,19 +659,21 @@ static void report_cycle(decoder *d, const uint32_t *indegree)
         }
         cur = next; /* an unordered node always has an unordered input */
     }
-    /* path[seen_at[cur] .. len) is the cycle, walked against the edges. */
+    /* path[seen_at[cur] .. len) is the cycle, walked against the edges:
+     * print it forwards from cur, which is on it. */
+    const partd_strtab *st = &d->req->strings;
+    const uint32_t *names = d->req->graph.name;
     size_t cap = 4096, used = 0;
     char *msg = malloc(cap);
     if (msg) {
-        used = (size_t)snprintf(msg, cap, "cycle:");
-        for (uint32_t k = len; k-- > seen_at[cur] && used + 8 < cap;)
-            used += (size_t)snprintf(msg + used, cap - used, " \"%s\" ->",
-                                     partd_str(&d->req->strings, d->req->graph.name[path[k]]));
+        used = (size_t)snprintf(msg, cap, "cycle: \"%s\"", partd_str(st, names[cur]));
+        for (uint32_t k = len; k-- > seen_at[cur] + 1 && used + 8 < cap;)
+            used += (size_t)snprintf(msg + used, cap - used, " -> \"%s\"",
+                                     partd_str(st, names[path[k]]));
         if (used + 8 < cap)
-            snprintf(msg + used, cap - used, " \"%s\"",
-                     partd_str(&d->req->strings, d->req->graph.name[path[len - 1]]));
+            snprintf(msg + used, cap - used, " -> \"%s\"", partd_str(st, names[cur]));
         char ptr[PTR_CAP];
-        ptr_index(ptr, "/graph/nodes", path[len - 1]);
+        ptr_index(ptr, "/graph/nodes", cur);
         partd_pointer_append(ptr, PTR_CAP, "inputs");
         add(d, ptr, msg);
         free(msg);
@@ -906,8 +909,8 @@ static int build_planning_order(decoder *d, const uint32_t *order)
 /* graph.modules is decoded by the SAC unit (modules.h). */
 static void decode_modules(decoder *d, json_t *modules)
 {
-    (void)modules;
-    add(d, "/graph/modules", "graph.modules is not supported by this build");
+    partd_modules_decode(modules, &d->req->strings, d->pb, &d->req->modules,
+                         &d->modules_canonical);
 }
 
 static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *lim)
@@ -1234,6 +1237,7 @@ void partd_request_free(partd_request *req)
     free(req->options.pipeline.cut_after);
     free(req->options.sac.ac_units);
     free(req->options.sac.fsdp_units);
+    partd_modules_free(req->modules);
     partd_strtab_free(&req->strings);
     free(req);
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "partd.h"
+#include "pipeline.h"
+#include "sac.h"
 #include "size_based.h"
 
 /* ---- allocation ---------------------------------------------------------- */
@@ -48,6 +50,7 @@ void partd_plan_free(partd_plan *plan)
     for (uint32_t i = 0; i < plan->n_tied; i++)
         free(plan->tied[i].parts);
     free(plan->tied);
+    partd_sac_result_free(plan->sac);
     free(plan);
 }
 
@@ -277,6 +280,8 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
     switch (req->options.mode) {
     case PARTD_MODE_SIZE_BASED:
         return partd_size_based(req, cancel, out, problem);
+    case PARTD_MODE_PIPELINE:
+        return partd_pipeline(req, cancel, out, problem);
     default:
         break;
     }
@@ -291,6 +296,8 @@ int partd_plan_run(const partd_request *req, const partd_cancel *cancel, partd_p
 {
     *out = NULL;
     int rc = run_mode(req, cancel, out, problem);
+    if (rc == PARTD_OK && req->options.sac.enabled)
+        rc = partd_sac_plan(req, cancel, &(*out)->sac, problem);
     if (rc != PARTD_OK) {
         partd_plan_free(*out);
         *out = NULL;

@@ -1,0 +1,31 @@
+/*
+ * http.h - the HTTP API on libmicrohttpd.
+ *
+ * An internal thread pool with epoll (--http-threads) answers every route of
+ * the contract's HTTP API. Limits: --conn-timeout-s, --max-connections,
+ * --max-connections-per-ip, --conn-memory-bytes, --max-body-bytes (413 from
+ * Content-Length before the body is read, and by counting for chunked
+ * bodies). TLS through libmicrohttpd's GnuTLS support when --tls-cert and
+ * --tls-key are set. One log line and one metrics sample per request.
+ *
+ * Errors: partd_http_start returns NULL with a sentence in err and an exit
+ * code (listen failure 71, unreadable TLS files 66, TLS unsupported 70).
+ */
+#ifndef PARTD_DAEMON_HTTP_H
+#define PARTD_DAEMON_HTTP_H
+
+#include <stddef.h>
+
+#include "service.h"
+
+typedef struct partd_http partd_http;
+
+partd_http *partd_http_start(partd_service *svc, char *err, size_t errcap, int *exit_code);
+
+/* The address actually bound, e.g. "127.0.0.1:43127" or "[::1]:8080". */
+const char *partd_http_address(const partd_http *h);
+
+/* Closes the listening socket and joins the HTTP threads. */
+void partd_http_stop(partd_http *h);
+
+#endif

@@ -1,0 +1,239 @@
+/*
+ * serve.c - `partd serve`: wires settings, store, cache, job engine and HTTP
+ * server together and runs the libuv loop on the main thread.
+ *
+ * Start-up order: settings, store (a corrupt or unwritable one ends the
+ * process with a clear message and exit code), HTTP listening (/readyz says
+ * 503 while starting), recovery of unfinished jobs, READY=1.
+ * Shutdown: SIGTERM/SIGINT -> STOPPING=1, /readyz 503, no new jobs, running
+ * jobs get --shutdown-grace-ms, the rest stay queued in the store; exit 0.
+ */
+#include "serve.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <uv.h>
+
+#include "http.h"
+#include "jobs.h"
+#include "log.h"
+#include "partd.h"
+
+#define EXIT_USAGE 64
+#define EXIT_NOINPUT 66
+#define EXIT_SOFTWARE 70
+
+typedef struct server {
+    partd_service svc;
+    partd_config cfg;
+    uv_loop_t loop;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t sweep, watchdog;
+    int watchdog_on;
+    partd_http *http;
+} server;
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void on_drained(void *ctx)
+{
+    server *s = ctx;
+    partd_log_msg("info", "shutdown", "drained; stopping");
+    uv_close((uv_handle_t *)&s->sigterm, on_handle_closed);
+    uv_close((uv_handle_t *)&s->sigint, on_handle_closed);
+    uv_close((uv_handle_t *)&s->sweep, on_handle_closed);
+    uv_close((uv_handle_t *)&s->watchdog, on_handle_closed);
+    partd_jobs_close(s->svc.jobs);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    server *s = h->data;
+    if (atomic_exchange(&s->svc.phase, PARTD_PHASE_DRAINING) == PARTD_PHASE_DRAINING)
+        return;
+    sd_notify(0, "STOPPING=1\nSTATUS=draining");
+    partd_log_msg("info", "shutdown", "%s received: draining (grace %llu ms)",
+                  signum == SIGTERM ? "SIGTERM" : "SIGINT",
+                  (unsigned long long)s->cfg.shutdown_grace_ms);
+    partd_jobs_drain(s->svc.jobs, s->cfg.shutdown_grace_ms);
+}
+
+static void forget_cached(const char *key, void *ctx)
+{
+    partd_cache_remove(ctx, key);
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+    server *s = t->data;
+    int64_t cutoff = partd_now_ms() - (int64_t)s->cfg.retention_hours * 3600 * 1000;
+    unsigned jobs = 0, results = 0;
+    if (partd_store_sweep(s->svc.store, cutoff, forget_cached, s->svc.cache, &jobs, &results) ==
+            PARTD_OK &&
+        (jobs || results)) {
+        partd_log_field f[] = {PARTD_LF_N("jobs_deleted", jobs),
+                               PARTD_LF_N("results_deleted", results), PARTD_LF_END};
+        partd_log("info", "retention", f);
+    }
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+    (void)t;
+    /* Sent from the loop thread: a stuck loop stops the pings. */
+    sd_notify(0, "WATCHDOG=1");
+}
+
+/* The token file's first line, without trailing whitespace. */
+static int load_token(server *s, char *err, size_t cap)
+{
+    FILE *f = fopen(s->cfg.token_file, "rb");
+    if (!f) {
+        snprintf(err, cap, "cannot read --token-file %s", s->cfg.token_file);
+        return -1;
+    }
+    char buf[4097];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    n = strlen(buf);
+    while (n && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        buf[--n] = '\0';
+    if (n < 16) {
+        snprintf(err, cap, "--token-file %s: the token must be at least 16 characters",
+                 s->cfg.token_file);
+        return -1;
+    }
+    s->svc.token = strdup(buf);
+    s->svc.token_len = n;
+    return s->svc.token ? 0 : -1;
+}
+
+static void set_pool_size(uint64_t workers)
+{
+    /* libuv reads this once, when the first work request is queued. */
+    char n[32];
+    snprintf(n, sizeof n, "%llu", (unsigned long long)workers);
+    setenv("UV_THREADPOOL_SIZE", n, 1);
+}
+
+static void start_timers(server *s)
+{
+    uv_timer_init(&s->loop, &s->sweep);
+    s->sweep.data = s;
+    uv_timer_start(&s->sweep, on_sweep, 1000, s->cfg.sweep_interval_s * 1000);
+    uv_timer_init(&s->loop, &s->watchdog);
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+        uint64_t ms = usec / 2000 ? usec / 2000 : 1;
+        uv_timer_start(&s->watchdog, on_watchdog, ms, ms);
+    }
+    uv_signal_init(&s->loop, &s->sigterm);
+    uv_signal_init(&s->loop, &s->sigint);
+    s->sigterm.data = s->sigint.data = s;
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+}
+
+static int run(server *s)
+{
+    char err[1024];
+    int code = 0;
+    s->svc.store = partd_store_open(s->cfg.data_dir, err, sizeof err, &code);
+    if (!s->svc.store) {
+        partd_log_msg("error", "store", "%s", err);
+        fprintf(stderr, "partd serve: %s\n", err);
+        return code;
+    }
+    s->svc.cache = partd_cache_new(s->cfg.cache_max_bytes);
+    if (uv_loop_init(&s->loop) != 0 || !s->svc.cache ||
+        !(s->svc.jobs = partd_jobs_new(&s->svc, &s->loop, on_drained, s))) {
+        fprintf(stderr, "partd serve: out of memory\n");
+        return EXIT_SOFTWARE;
+    }
+    start_timers(s); /* signals first: a SIGTERM during recovery drains */
+    s->http = partd_http_start(&s->svc, err, sizeof err, &code);
+    if (!s->http) {
+        partd_log_msg("error", "http", "%s", err);
+        fprintf(stderr, "partd serve: %s\n", err);
+        return code;
+    }
+    int recovered = partd_jobs_recover(s->svc.jobs);
+    if (recovered < 0) {
+        fprintf(stderr, "partd serve: recovering queued jobs failed: %s\n",
+                partd_strerror(recovered));
+        return recovered == PARTD_EIO ? PARTD_EXIT_STORE_UNWRITABLE : EXIT_SOFTWARE;
+    }
+    int expected = PARTD_PHASE_STARTING;
+    atomic_compare_exchange_strong(&s->svc.phase, &expected, PARTD_PHASE_READY);
+    partd_log_field f[] = {
+        PARTD_LF_S("address", partd_http_address(s->http)),
+        PARTD_LF_S("data_dir", s->cfg.data_dir),
+        PARTD_LF_N("workers", s->cfg.workers),
+        PARTD_LF_N("recovered_jobs", recovered),
+        PARTD_LF_S("version", PARTD_VERSION),
+        PARTD_LF_S("tls", s->cfg.tls_cert ? "on" : "off"),
+        PARTD_LF_END};
+    partd_log("info", "listening", f);
+    sd_notifyf(0, "READY=1\nSTATUS=listening on %s", partd_http_address(s->http));
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    return 0;
+}
+
+static void teardown(server *s)
+{
+    partd_http_stop(s->http);
+    if (s->svc.jobs) {
+        uv_run(&s->loop, UV_RUN_NOWAIT); /* let closing handles finish */
+        partd_jobs_free(s->svc.jobs);
+    }
+    uv_loop_close(&s->loop);
+    partd_cache_free(s->svc.cache);
+    partd_store_close(s->svc.store);
+    free(s->svc.token);
+}
+
+int partd_serve_main(int argc, char **argv)
+{
+    server *s = calloc(1, sizeof *s);
+    if (!s)
+        return EXIT_SOFTWARE;
+    char err[512];
+    int rc = partd_config_parse(&s->cfg, argc, argv, err, sizeof err);
+    if (rc == PARTD_CONFIG_HELP) {
+        partd_config_help(stdout);
+        free(s);
+        return 0;
+    }
+    if (rc != PARTD_CONFIG_OK) {
+        fprintf(stderr, "partd serve: %s\n", err);
+        free(s);
+        return EXIT_USAGE;
+    }
+    partd_log_init(s->cfg.log_format);
+    signal(SIGPIPE, SIG_IGN);
+    set_pool_size(s->cfg.workers);
+    s->svc.cfg = &s->cfg;
+    partd_metrics_init(&s->svc.metrics);
+    atomic_init(&s->svc.phase, PARTD_PHASE_STARTING);
+    s->svc.limits.max_model_bytes = s->cfg.max_model_bytes;
+    s->svc.limits.max_nodes = (uint32_t)s->cfg.max_nodes;
+    if (s->cfg.token_file && load_token(s, err, sizeof err) != 0) {
+        fprintf(stderr, "partd serve: %s\n", err);
+        free(s);
+        return EXIT_NOINPUT;
+    }
+    int code = run(s);
+    teardown(s);
+    if (code == 0)
+        partd_log_msg("info", "shutdown", "stopped");
+    free(s);
+    return code;
+}

@@ -1,0 +1,543 @@
+/* test_decode.c - request decoding: one test per validation rule. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partd.h"
+
+#define DEV "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":1000}]"
+#define OPNODE "{\"name\":\"a\",\"op\":\"call_function\"}"
+
+static void expect_error(const char *json, const char *pointer, const char *needle)
+{
+    partd_problem pb;
+    tu_decode_fail(json, PARTD_EINVALID, &pb);
+    assert_int_equal(pb.status, 422);
+    tu_assert_error(&pb, pointer, needle);
+    partd_problem_free(&pb);
+}
+
+static void test_minimal_request_decodes_with_defaults(void **state)
+{
+    (void)state;
+    partd_request *r = tu_decode_ok("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV "}");
+    assert_int_equal(r->graph.n_nodes, 1);
+    assert_int_equal(r->graph.n_ops, 1);
+    assert_int_equal(r->graph.output_node, PARTD_NONE);
+    assert_int_equal(r->n_devices, 1);
+    assert_int_equal(r->devices[0].logical_id, 0);
+    assert_true(r->devices[0].speed == 1.0);
+    assert_int_equal(r->options.mode, PARTD_MODE_PIPELINE);
+    assert_int_equal(r->options.pipeline.stages, 1);
+    assert_int_equal(r->options.pipeline.microbatches, 1);
+    assert_true(r->options.transfer_bytes_per_sec == 1e10);
+    assert_int_equal(r->options.sac.enabled, 0);
+    assert_int_equal(strncmp(r->graph_hash, "sha256:", 7), 0);
+    assert_int_equal(strlen(r->graph_hash), 71);
+    partd_request_free(r);
+}
+
+static void test_full_node_members_decode(void **state)
+{
+    (void)state;
+    partd_request *r = tu_decode_ok(
+        "{\"graph\":{\"name\":\"m\",\"meta\":{\"any\":[1,{\"x\":null}]},\"nodes\":["
+        "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":64},"
+        "{\"name\":\"w\",\"op\":\"get_attr\",\"target\":\"lin.weight\","
+        " \"params\":[{\"name\":\"lin.weight\",\"bytes\":256}]},"
+        "{\"name\":\"a\",\"op\":\"call_module\",\"target\":\"lin\",\"module\":\"lin\","
+        " \"inputs\":[\"x\",\"w\",\"x\"],\"output_bytes\":32,"
+        " \"params\":[{\"name\":\"lin.weight\",\"bytes\":256},{\"name\":\"lin.bias\",\"bytes\":8}],"
+        " \"latency_ms\":1.5,\"mem_latency_ms\":2,\"meta\":{\"k\":1}},"
+        "{\"name\":\"o\",\"op\":\"output\",\"inputs\":[\"a\"]}]}," DEV "}");
+    const partd_graph *g = &r->graph;
+    assert_int_equal(g->n_nodes, 4);
+    assert_int_equal(g->output_node, 3);
+    /* inputs deduplicated as FX does: x, w */
+    assert_int_equal(g->in_off[3] - g->in_off[2], 2);
+    assert_int_equal(g->in_idx[g->in_off[2]], 0);
+    assert_int_equal(g->in_idx[g->in_off[2] + 1], 1);
+    /* shared parameter stored once */
+    assert_int_equal(g->n_params, 2);
+    assert_int_equal(g->param_bytes[2], 264);
+    assert_int_equal(g->param_bytes[1], 256);
+    assert_true(partd_node_time_ms(g, 2) == 2.0);
+    /* users in ascending order */
+    assert_int_equal(g->user_off[1] - g->user_off[0], 1);
+    assert_int_equal(g->user_idx[g->user_off[0]], 2);
+    assert_string_equal(partd_str(&r->strings, g->module[2]), "lin");
+    partd_request_free(r);
+}
+
+static void test_malformed_json_is_400(void **state)
+{
+    (void)state;
+    partd_problem pb;
+    tu_decode_fail("{\"graph\": [", PARTD_EMALFORMED, &pb);
+    assert_int_equal(pb.status, 400);
+    assert_non_null(strstr(pb.detail, "line 1"));
+    partd_problem_free(&pb);
+}
+
+static void test_duplicate_keys_are_rejected(void **state)
+{
+    (void)state;
+    partd_problem pb;
+    tu_decode_fail("{\"graph\":{},\"graph\":{}}", PARTD_EMALFORMED, &pb);
+    assert_non_null(strstr(pb.detail, "duplicate"));
+    partd_problem_free(&pb);
+}
+
+static void test_huge_number_is_rejected(void **state)
+{
+    (void)state;
+    partd_problem pb;
+    tu_decode_fail("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                   "\"latency_ms\":1e400}]}," DEV "}",
+                   PARTD_EMALFORMED, &pb);
+    assert_int_equal(pb.status, 400);
+    partd_problem_free(&pb);
+}
+
+static void test_root_must_be_object(void **state)
+{
+    (void)state;
+    expect_error("[1,2]", "", "must be a JSON object");
+}
+
+static void test_graph_is_required(void **state)
+{
+    (void)state;
+    expect_error("{" DEV "}", "/graph", "is required");
+}
+
+static void test_nodes_must_be_array(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":{}}," DEV "}", "/graph/nodes", "must be an array");
+}
+
+static void test_node_must_be_object(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE ",7]}," DEV "}", "/graph/nodes/1",
+                 "must be an object");
+}
+
+static void test_wrong_type_is_named(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"output_bytes\":\"12\"}]}," DEV "}",
+                 "/graph/nodes/0/output_bytes", "must be an integer number of bytes, not a string");
+}
+
+static void test_negative_bytes(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"param_bytes\":-1}]}," DEV "}",
+                 "/graph/nodes/0/param_bytes", "must be between 0 and 2^53");
+}
+
+static void test_non_integer_bytes(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"output_bytes\":1.5}]}," DEV "}",
+                 "/graph/nodes/0/output_bytes", "must be an integer number of bytes, not 1.5");
+}
+
+static void test_bytes_above_2_53(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"output_bytes\":9007199254740993}]}," DEV "}",
+                 "/graph/nodes/0/output_bytes", "must be between 0 and 2^53");
+}
+
+static void test_negative_latency(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"latency_ms\":-0.5}]}," DEV "}",
+                 "/graph/nodes/0/latency_ms", "must be at least 0");
+}
+
+static void test_unknown_member_in_node(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"colour\":1}]}," DEV "}",
+                 "/graph/nodes/0/colour", "unknown member");
+}
+
+static void test_unknown_member_pointer_is_escaped(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV ",\"a/b~c\":1}", "/a~1b~0c",
+                 "unknown member");
+}
+
+static void test_unknown_member_in_options(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV ",\"options\":{\"pipeline\":"
+                 "{\"stagez\":2}}}",
+                 "/options/pipeline/stagez", "unknown member");
+}
+
+static void test_meta_is_free_form_but_an_object(void **state)
+{
+    (void)state;
+    partd_request *r = tu_decode_ok("{\"meta\":{\"anything\":{\"goes\":[1]}},\"graph\":{\"nodes\":["
+                                    "{\"name\":\"a\",\"op\":\"call_function\",\"meta\":{\"z\":1}}]},"
+                                    "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":1,"
+                                    "\"meta\":{\"rack\":\"r1\"}}]}");
+    partd_request_free(r);
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\",\"meta\":3}]}," DEV
+                 "}",
+                 "/graph/nodes/0/meta", "must be an object");
+}
+
+static void test_name_required_and_non_empty(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"op\":\"call_function\"}]}," DEV "}",
+                 "/graph/nodes/0/name", "is required");
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"\",\"op\":\"call_function\"}]}," DEV "}",
+                 "/graph/nodes/0/name", "must not be empty");
+}
+
+static void test_name_longer_than_1024_bytes(void **state)
+{
+    (void)state;
+    char *json = malloc(4096);
+    char name[1100];
+    memset(name, 'n', 1025);
+    name[1025] = '\0';
+    snprintf(json, 4096, "{\"graph\":{\"nodes\":[{\"name\":\"%s\",\"op\":\"call_function\"}]}," DEV "}",
+             name);
+    expect_error(json, "/graph/nodes/0/name", "names are at most 1024 bytes");
+    free(json);
+}
+
+static void test_unknown_op(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_kernel\"}]}," DEV "}",
+                 "/graph/nodes/0/op", "must be one of placeholder, get_attr");
+}
+
+static void test_duplicate_node_names(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "," OPNODE "]}," DEV "}", "/graph/nodes/1/name",
+                 "duplicate node name \"a\" (first at /graph/nodes/0)");
+}
+
+static void test_input_naming_no_node(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"inputs\":[\"ghost\"]}]}," DEV "}",
+                 "/graph/nodes/0/inputs/0", "names no node: \"ghost\"");
+}
+
+static void test_more_than_one_output(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE ",{\"name\":\"o1\",\"op\":\"output\"},"
+                 "{\"name\":\"o2\",\"op\":\"output\"}]}," DEV "}",
+                 "/graph/nodes/2/op", "more than one output node (first at /graph/nodes/1)");
+}
+
+static void test_reading_the_output_node(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"o\",\"op\":\"output\"},"
+                 "{\"name\":\"a\",\"op\":\"call_function\",\"inputs\":[\"o\"]}]}," DEV "}",
+                 "/graph/nodes/1/inputs/0", "reads the output node");
+}
+
+static void test_placeholder_reads_nothing(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE ",{\"name\":\"x\",\"op\":\"placeholder\","
+                 "\"inputs\":[\"a\"]}]}," DEV "}",
+                 "/graph/nodes/1/inputs", "a placeholder node reads no other node");
+}
+
+static void test_cycle_names_its_nodes(void **state)
+{
+    (void)state;
+    partd_problem pb;
+    tu_decode_fail("{\"graph\":{\"nodes\":["
+                   "{\"name\":\"x\",\"op\":\"placeholder\"},"
+                   "{\"name\":\"a\",\"op\":\"call_function\",\"inputs\":[\"x\",\"c\"]},"
+                   "{\"name\":\"b\",\"op\":\"call_function\",\"inputs\":[\"a\"]},"
+                   "{\"name\":\"c\",\"op\":\"call_function\",\"inputs\":[\"b\"]}]}," DEV "}",
+                   PARTD_EINVALID, &pb);
+    assert_int_equal(pb.n_errors, 1);
+    const char *m = pb.errors[0].message;
+    assert_non_null(strstr(m, "cycle:"));
+    assert_non_null(strstr(m, "\"a\""));
+    assert_non_null(strstr(m, "\"b\""));
+    assert_non_null(strstr(m, "\"c\""));
+    assert_null(strstr(m, "\"x\""));
+    /* each step is an edge: a -> b -> c -> a */
+    assert_non_null(strstr(m, "\"a\" -> \"b\" -> \"c\" -> \"a\""));
+    partd_problem_free(&pb);
+}
+
+static void test_self_loop_is_a_cycle(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"inputs\":[\"a\"]}]}," DEV "}",
+                 "/graph/nodes/0/inputs", "cycle: \"a\" -> \"a\"");
+}
+
+static void test_no_operation_node(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\"}]}," DEV "}",
+                 "/graph/nodes", "no operation node");
+}
+
+static void test_empty_graph(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[]}," DEV "}", "/graph/nodes",
+                 "at least one node");
+}
+
+static void test_no_devices(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":[]}", "/devices",
+                 "at least one device");
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}}", "/devices", "is required");
+}
+
+static void test_device_memory_must_be_positive(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":[{\"name\":\"g\","
+                 "\"memory_bytes\":0}]}",
+                 "/devices/0/memory_bytes", "must be between 1 and 2^53");
+}
+
+static void test_device_speed_must_be_positive(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":[{\"name\":\"g\","
+                 "\"memory_bytes\":5,\"speed\":0}]}",
+                 "/devices/0/speed", "must be greater than 0");
+}
+
+static void test_duplicate_device_names(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":[{\"name\":\"g\","
+                 "\"memory_bytes\":5},{\"name\":\"g\",\"memory_bytes\":5}]}",
+                 "/devices/1/name", "duplicate device name \"g\"");
+}
+
+static void test_duplicate_logical_ids(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":[{\"name\":\"g\","
+                 "\"memory_bytes\":5,\"logical_id\":1},{\"name\":\"h\",\"memory_bytes\":5}]}",
+                 "/devices/1/logical_id", "duplicate logical id 1");
+}
+
+static void test_params_and_param_bytes_exclusive(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_module\",\"param_bytes\":4,"
+                 "\"params\":[{\"name\":\"w\",\"bytes\":4}]}]}," DEV "}",
+                 "/graph/nodes/0/params", "either param_bytes or params");
+}
+
+static void test_shared_param_sizes_must_agree(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_module\","
+                 "\"params\":[{\"name\":\"w\",\"bytes\":4}]},"
+                 "{\"name\":\"b\",\"op\":\"call_module\",\"params\":[{\"name\":\"w\",\"bytes\":8}]}]}," DEV
+                 "}",
+                 "/graph/nodes/1/params/0/bytes", "has 8 bytes here but 4 at /graph/nodes/0");
+}
+
+static void test_bad_options(void **state)
+{
+    (void)state;
+    const char *base = "{\"graph\":{\"nodes\":[" OPNODE "]}," DEV ",\"options\":";
+    char json[512];
+    snprintf(json, sizeof json, "%s{\"mode\":\"fastest\"}}", base);
+    expect_error(json, "/options/mode", "must be one of pipeline, size_based");
+    snprintf(json, sizeof json, "%s{\"pipeline\":{\"stages\":2}}}", base);
+    expect_error(json, "/options/pipeline/stages", "must be between 1 and 1");
+    snprintf(json, sizeof json, "%s{\"pipeline\":{\"microbatches\":0}}}", base);
+    expect_error(json, "/options/pipeline/microbatches", "must be between 1 and 1024");
+    snprintf(json, sizeof json, "%s{\"transfer_bytes_per_sec\":0}}", base);
+    expect_error(json, "/options/transfer_bytes_per_sec", "greater than 0");
+    snprintf(json, sizeof json, "%s{\"sac\":{\"relative_gap\":2}}}", base);
+    expect_error(json, "/options/sac/relative_gap", "at most 1");
+    snprintf(json, sizeof json, "%s{\"sac\":{\"frontier_points\":1}}}", base);
+    expect_error(json, "/options/sac/frontier_points", "between 2 and 100");
+    snprintf(json, sizeof json, "%s{\"pipeline\":{\"cut_after\":[\"a\",\"a\"]}}}", base);
+    expect_error(json, "/options/pipeline/cut_after/1", "repeats entry 0");
+}
+
+static void test_sac_budget_defaults_to_smallest_device(void **state)
+{
+    (void)state;
+    partd_request *r = tu_decode_ok("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":["
+                                    "{\"name\":\"a\",\"memory_bytes\":900},"
+                                    "{\"name\":\"b\",\"memory_bytes\":300}],\"options\":{\"sac\":{}}}");
+    assert_int_equal(r->options.sac.enabled, 1);
+    assert_int_equal(r->options.sac.memory_budget_bytes, 300);
+    assert_int_equal(r->options.sac.world_size, 1);
+    assert_true(r->options.sac.time_limit_ms == 10000);
+    partd_request_free(r);
+}
+
+static void test_non_topological_order_is_repaired_stably(void **state)
+{
+    (void)state;
+    /* request order: c(b) a d b(a) -> planning order a d b c: ready nodes are
+     * taken in request order */
+    partd_request *r = tu_decode_ok("{\"graph\":{\"nodes\":["
+                                    "{\"name\":\"c\",\"op\":\"call_function\",\"inputs\":[\"b\"]},"
+                                    "{\"name\":\"a\",\"op\":\"call_function\"},"
+                                    "{\"name\":\"d\",\"op\":\"call_function\"},"
+                                    "{\"name\":\"b\",\"op\":\"call_function\",\"inputs\":[\"a\"]}]}," DEV
+                                    "}");
+    assert_int_equal(r->graph.order_was_topological, 0);
+    const char *expect[] = {"a", "d", "b", "c"};
+    const uint32_t request_index[] = {1, 2, 3, 0};
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_string_equal(partd_node_name(r, i), expect[i]);
+        assert_int_equal(r->graph.request_index[i], request_index[i]);
+    }
+    /* c reads b, now at position 2 */
+    assert_int_equal(r->graph.in_idx[r->graph.in_off[3]], 2);
+    partd_request_free(r);
+}
+
+static void test_topological_order_is_kept(void **state)
+{
+    (void)state;
+    partd_request *r = tu_decode_ok("{\"graph\":{\"nodes\":["
+                                    "{\"name\":\"b\",\"op\":\"call_function\"},"
+                                    "{\"name\":\"a\",\"op\":\"call_function\",\"inputs\":[\"b\"]}]}," DEV
+                                    "}");
+    assert_int_equal(r->graph.order_was_topological, 1);
+    assert_string_equal(partd_node_name(r, 0), "b");
+    partd_request_free(r);
+}
+
+static void test_errors_are_capped_at_100(void **state)
+{
+    (void)state;
+    size_t cap = 200 * 64 + 256;
+    char *json = malloc(cap);
+    size_t n = (size_t)snprintf(json, cap, "{\"graph\":{\"nodes\":[" OPNODE);
+    for (int i = 0; i < 150; i++)
+        n += (size_t)snprintf(json + n, cap - n, ",{\"name\":\"n%d\",\"op\":\"bad\"}", i);
+    snprintf(json + n, cap - n, "]}," DEV "}");
+    partd_problem pb;
+    tu_decode_fail(json, PARTD_EINVALID, &pb);
+    assert_int_equal(pb.n_errors, PARTD_PROBLEM_MAX_ERRORS);
+    assert_int_equal(pb.dropped, 50);
+    assert_non_null(strstr(pb.detail, "150 errors"));
+    char *doc = partd_problem_to_json(&pb, NULL);
+    assert_non_null(strstr(doc, "\"errors_dropped\":50"));
+    free(doc);
+    partd_problem_free(&pb);
+    free(json);
+}
+
+static void test_all_errors_reported_at_once(void **state)
+{
+    (void)state;
+    partd_problem pb;
+    tu_decode_fail("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                   "\"output_bytes\":-5,\"inputs\":[\"zz\"]}]},\"devices\":[],\"extra\":1}",
+                   PARTD_EINVALID, &pb);
+    tu_assert_error(&pb, "/graph/nodes/0/output_bytes", "between 0");
+    tu_assert_error(&pb, "/graph/nodes/0/inputs/0", "names no node");
+    tu_assert_error(&pb, "/devices", "at least one device");
+    tu_assert_error(&pb, "/extra", "unknown member");
+    partd_problem_free(&pb);
+}
+
+static void test_model_byte_limit(void **state)
+{
+    (void)state;
+    const char *json = "{\"graph\":{\"nodes\":[" OPNODE "]}," DEV "}";
+    partd_decode_limits lim = {.max_model_bytes = 10};
+    partd_problem pb;
+    partd_problem_init(&pb);
+    partd_request *r = NULL;
+    assert_int_equal(partd_request_decode(json, strlen(json), &lim, &r, &pb), PARTD_ETOOBIG);
+    assert_null(r);
+    assert_int_equal(pb.status, 422);
+    assert_non_null(strstr(pb.detail, "--max-model-bytes"));
+    partd_problem_free(&pb);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_minimal_request_decodes_with_defaults),
+        cmocka_unit_test(test_full_node_members_decode),
+        cmocka_unit_test(test_malformed_json_is_400),
+        cmocka_unit_test(test_duplicate_keys_are_rejected),
+        cmocka_unit_test(test_huge_number_is_rejected),
+        cmocka_unit_test(test_root_must_be_object),
+        cmocka_unit_test(test_graph_is_required),
+        cmocka_unit_test(test_nodes_must_be_array),
+        cmocka_unit_test(test_node_must_be_object),
+        cmocka_unit_test(test_wrong_type_is_named),
+        cmocka_unit_test(test_negative_bytes),
+        cmocka_unit_test(test_non_integer_bytes),
+        cmocka_unit_test(test_bytes_above_2_53),
+        cmocka_unit_test(test_negative_latency),
+        cmocka_unit_test(test_unknown_member_in_node),
+        cmocka_unit_test(test_unknown_member_pointer_is_escaped),
+        cmocka_unit_test(test_unknown_member_in_options),
+        cmocka_unit_test(test_meta_is_free_form_but_an_object),
+        cmocka_unit_test(test_name_required_and_non_empty),
+        cmocka_unit_test(test_name_longer_than_1024_bytes),
+        cmocka_unit_test(test_unknown_op),
+        cmocka_unit_test(test_duplicate_node_names),
+        cmocka_unit_test(test_input_naming_no_node),
+        cmocka_unit_test(test_more_than_one_output),
+        cmocka_unit_test(test_reading_the_output_node),
+        cmocka_unit_test(test_placeholder_reads_nothing),
+        cmocka_unit_test(test_cycle_names_its_nodes),
+        cmocka_unit_test(test_self_loop_is_a_cycle),
+        cmocka_unit_test(test_no_operation_node),
+        cmocka_unit_test(test_empty_graph),
+        cmocka_unit_test(test_no_devices),
+        cmocka_unit_test(test_device_memory_must_be_positive),
+        cmocka_unit_test(test_device_speed_must_be_positive),
+        cmocka_unit_test(test_duplicate_device_names),
+        cmocka_unit_test(test_duplicate_logical_ids),
+        cmocka_unit_test(test_params_and_param_bytes_exclusive),
+        cmocka_unit_test(test_shared_param_sizes_must_agree),
+        cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_sac_budget_defaults_to_smallest_device),
+        cmocka_unit_test(test_non_topological_order_is_repaired_stably),
+        cmocka_unit_test(test_topological_order_is_kept),
+        cmocka_unit_test(test_errors_are_capped_at_100),
+        cmocka_unit_test(test_all_errors_reported_at_once),
+        cmocka_unit_test(test_model_byte_limit),
+    };
+    return cmocka_run_group_tests_name("decode", tests, NULL, NULL);
+}

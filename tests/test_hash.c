@@ -1,0 +1,121 @@
+/* test_hash.c - graph_hash and cache_key. */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "hash.h"
+#include "partd.h"
+
+static void hashes_of(const char *json, char graph[72], char key[72])
+{
+    partd_request *r = tu_decode_ok(json);
+    memcpy(graph, r->graph_hash, 72);
+    memcpy(key, r->cache_key, 72);
+    partd_request_free(r);
+}
+
+static void test_sha256_known_vector(void **state)
+{
+    (void)state;
+    char out[72];
+    assert_int_equal(partd_sha256_hex("abc", 3, out), PARTD_OK);
+    assert_string_equal(out, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+static const char *const base =
+    "{\"graph\":{\"name\":\"m\",\"nodes\":["
+    "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":8},"
+    "{\"name\":\"a\",\"op\":\"call_module\",\"inputs\":[\"x\"],\"output_bytes\":4,\"param_bytes\":16,"
+    "\"latency_ms\":0.25}]},"
+    "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":100}]}";
+
+/* Same meaning: members shuffled, whitespace, another graph name, meta
+ * added, and every default spelled out. */
+static const char *const same =
+    "{ \"options\" : {\"mode\":\"pipeline\",\"transfer_bytes_per_sec\":1e10,"
+    "   \"pipeline\":{\"stages\":1,\"balance_by\":\"time\",\"cut_after\":[],"
+    "   \"schedule\":\"inference\",\"microbatches\":1,\"param_factor\":1.0}},\n"
+    "  \"devices\":[{\"speed\":1,\"memory_bytes\":100,\"name\":\"g0\",\"logical_id\":0,"
+    "   \"meta\":{\"rack\":7}}],\n"
+    "  \"graph\":{\"meta\":{\"owner\":\"me\"},\"name\":\"other\",\"nodes\":["
+    "   {\"op\":\"placeholder\",\"name\":\"x\",\"output_bytes\":8,\"inputs\":[],\"param_bytes\":0,"
+    "    \"latency_ms\":0,\"mem_latency_ms\":0.0},"
+    "   {\"latency_ms\":0.25,\"param_bytes\":16,\"output_bytes\":4,\"inputs\":[\"x\"],"
+    "    \"op\":\"call_module\",\"name\":\"a\",\"meta\":{\"note\":1}}]}}";
+
+static void test_equivalent_requests_hash_the_same(void **state)
+{
+    (void)state;
+    char g1[72], k1[72], g2[72], k2[72];
+    hashes_of(base, g1, k1);
+    hashes_of(same, g2, k2);
+    assert_string_equal(g1, g2);
+    assert_string_equal(k1, k2);
+}
+
+static void test_graph_change_changes_both(void **state)
+{
+    (void)state;
+    char g1[72], k1[72], g2[72], k2[72];
+    hashes_of(base, g1, k1);
+    char other[1024];
+    strcpy(other, base);
+    char *p = strstr(other, "\"output_bytes\":4");
+    p[15] = '5';
+    hashes_of(other, g2, k2);
+    assert_string_not_equal(g1, g2);
+    assert_string_not_equal(k1, k2);
+}
+
+static void test_device_change_changes_only_cache_key(void **state)
+{
+    (void)state;
+    char g1[72], k1[72], g2[72], k2[72];
+    hashes_of(base, g1, k1);
+    char other[1024];
+    strcpy(other, base);
+    char *p = strstr(other, "\"memory_bytes\":100");
+    p[15] = '2';
+    hashes_of(other, g2, k2);
+    assert_string_equal(g1, g2);
+    assert_string_not_equal(k1, k2);
+}
+
+static void test_options_change_changes_only_cache_key(void **state)
+{
+    (void)state;
+    char g1[72], k1[72], g2[72], k2[72];
+    hashes_of(base, g1, k1);
+    char other[1024];
+    strcpy(other, base);
+    strcpy(other + strlen(other) - 1, ",\"options\":{\"mode\":\"size_based\"}}");
+    hashes_of(other, g2, k2);
+    assert_string_equal(g1, g2);
+    assert_string_not_equal(k1, k2);
+}
+
+static void test_node_order_is_part_of_the_graph(void **state)
+{
+    (void)state;
+    char g1[72], k1[72], g2[72], k2[72];
+    hashes_of("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\"},"
+              "{\"name\":\"b\",\"op\":\"call_function\"}]},\"devices\":[{\"name\":\"g\",\"memory_bytes\":1}]}",
+              g1, k1);
+    hashes_of("{\"graph\":{\"nodes\":[{\"name\":\"b\",\"op\":\"call_function\"},"
+              "{\"name\":\"a\",\"op\":\"call_function\"}]},\"devices\":[{\"name\":\"g\",\"memory_bytes\":1}]}",
+              g2, k2);
+    assert_string_not_equal(g1, g2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha256_known_vector),
+        cmocka_unit_test(test_equivalent_requests_hash_the_same),
+        cmocka_unit_test(test_graph_change_changes_both),
+        cmocka_unit_test(test_device_change_changes_only_cache_key),
+        cmocka_unit_test(test_options_change_changes_only_cache_key),
+        cmocka_unit_test(test_node_order_is_part_of_the_graph),
+    };
+    return cmocka_run_group_tests_name("hash", tests, NULL, NULL);
+}
