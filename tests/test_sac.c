@@ -1054,6 +1054,104 @@ static void test_cancel(void **state)
     free_request(req);
 }
 
+
+/* ---- end to end: request JSON -> decode -> plan -> result document ------ */
+
+static char *request_text(const ttree *t, const char *sac_options, int with_modules)
+{
+    char *mods = tree_text(t);
+    size_t cap = strlen(mods) + strlen(sac_options) + 1024;
+    char *req = malloc(cap);
+    snprintf(req, cap,
+             "{\"graph\":{\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\"},"
+             "{\"name\":\"f\",\"op\":\"call_function\",\"inputs\":[\"x\"],"
+             "\"output_bytes\":8},{\"name\":\"out\",\"op\":\"output\",\"inputs\":[\"f\"]}]"
+             "%s%s},\"devices\":[{\"name\":\"gpu0\",\"memory_bytes\":4000000000},"
+             "{\"name\":\"gpu1\",\"memory_bytes\":3000000000}],"
+             "\"options\":{\"mode\":\"size_based\",\"sac\":%s}}",
+             with_modules ? ",\"modules\":" : "", with_modules ? mods : "", sac_options);
+    free(mods);
+    return req;
+}
+
+static void test_end_to_end(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    topts o = { 0 };
+    o.world_size = 1;
+    o.budget = brute_force(&t, &o, INT64_MAX / 4).min_peak + 20000000;
+    char opts[256];
+    snprintf(opts, sizeof opts,
+             "{\"memory_budget_bytes\":%lld,\"op_level\":true,\"frontier_points\":3}",
+             (long long)o.budget);
+    char *text = request_text(&t, opts, 1);
+    int rc = 0;
+    partd_problem pb;
+    char *a = tu_plan_json(text, &rc, &pb);
+    assert_int_equal(rc, PARTD_OK);
+    partd_problem_free(&pb);
+    char *b = tu_plan_json(text, &rc, &pb);
+    partd_problem_free(&pb);
+    assert_string_equal(a, b); /* byte-identical */
+    json_t *doc = json_loads(a, 0, NULL);
+    assert_non_null(doc);
+    /* "sac" is the last member of the result document */
+    const char *last = NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(doc, key, v)
+        last = key;
+    assert_string_equal(last, "sac");
+    json_t *sac = json_object_get(doc, "sac");
+    check_result(&t, &o, sac);
+    assert_string_equal(json_string_value(json_object_get(sac, "status")), "optimal");
+    assert_int_equal(json_array_size(json_object_get(sac, "frontier")), 3);
+    assert_true(json_is_object(json_object_get(sac, "op_policies")));
+    json_decref(doc);
+    free(a);
+    free(b);
+    free(text);
+
+    /* the default budget is the smallest device's memory */
+    text = request_text(&t, "{}", 1);
+    a = tu_plan_json(text, &rc, &pb);
+    assert_int_equal(rc, PARTD_OK);
+    partd_problem_free(&pb);
+    doc = json_loads(a, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "sac"),
+                                                        "budget_bytes")),
+                     3000000000LL);
+    json_decref(doc);
+    free(a);
+    free(text);
+}
+
+static void test_end_to_end_errors(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    char *text = request_text(&t, "{\"ac_units\":[\"T.b0\",\"T.b\"]}", 1);
+    int rc = 0;
+    partd_problem pb;
+    char *out = tu_plan_json(text, &rc, &pb);
+    assert_null(out);
+    assert_int_equal(rc, PARTD_EINVALID);
+    tu_assert_error(&pb, "/options/sac/ac_units/1", "T.b");
+    partd_problem_free(&pb);
+    free(text);
+
+    text = request_text(&t, "{\"memory_budget_bytes\":1000}", 0);
+    out = tu_plan_json(text, &rc, &pb);
+    assert_null(out);
+    assert_int_equal(rc, PARTD_EINVALID);
+    tu_assert_error(&pb, "/graph/modules", "graph.modules");
+    partd_problem_free(&pb);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1067,6 +1165,8 @@ int main(void)
         cmocka_unit_test(test_op_level_end_to_end),
         cmocka_unit_test(test_option_errors),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_end_to_end),
+        cmocka_unit_test(test_end_to_end_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
