@@ -625,7 +625,11 @@ static void random_tree(ttree *t, int n)
             p = (int)irand(0, i - 1);
         while (kids[p] >= 6);
         t->m[i].parent = p;
-        snprintf(t->m[i].fqn, sizeof t->m[i].fqn, "%s.%s", t->m[p].fqn, names[kids[p]++]);
+        /* depth <= 10 and names of <= 2 bytes: always fits */
+        size_t len = strlen(t->m[p].fqn);
+        memcpy(t->m[i].fqn, t->m[p].fqn, len);
+        t->m[i].fqn[len] = '.';
+        strcpy(t->m[i].fqn + len + 1, names[kids[p]++]);
     }
     for (int i = 0; i < n; i++) {
         tmod *m = &t->m[i];
