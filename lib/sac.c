@@ -438,10 +438,18 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
     res->main.budget_bytes = req->options.sac.memory_budget_bytes;
     if (res->main.status == SAC_NO_SOLUTION)
         return no_plan(req, problem);
-    if (res->main.status == SAC_INFEASIBLE || req->options.sac.frontier_points) {
+    int infeasible = res->main.status == SAC_INFEASIBLE;
+    int want_frontier = req->options.sac.frontier_points >= 2;
+    if (infeasible || want_frontier) {
         rc = ensure_min_peak(pl, x);
-        if (rc == PARTD_ETIMEOUT && partd_cancel_check(pl->cancel) == PARTD_OK)
-            return no_plan(req, problem);
+        if (rc == PARTD_ETIMEOUT && partd_cancel_check(pl->cancel) == PARTD_OK) {
+            /* The diagnosis needs the least peak; a frontier without its
+             * first point is left out, the plan itself stands. */
+            if (infeasible)
+                return no_plan(req, problem);
+            want_frontier = 0;
+            rc = PARTD_OK;
+        }
         if (rc != PARTD_OK)
             return rc;
     }
@@ -450,7 +458,7 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
         if (rc != PARTD_OK)
             return rc;
     }
-    if (req->options.sac.frontier_points >= 2)
+    if (want_frontier)
         rc = frontier(pl, req->options.sac.frontier_points, res, x);
     return rc;
 }
