@@ -88,9 +88,10 @@ static json_t *required(decoder *d, json_t *obj, const char *base,
     return v;
 }
 
-/* A byte count: JSON integer in [0, 2^53]. */
+/* A byte count: JSON integer in [0, 2^53], or in [-2^53, 2^53] for a
+ * difference of two snapshots (`signed_delta`). */
 static int get_bytes(decoder *d, json_t *obj, const char *base, const char *key,
-                     int64_t *out)
+                     int signed_delta, int64_t *out)
 {
     json_t *v = required(d, obj, base, key);
     if (!v)
@@ -102,8 +103,9 @@ static int get_bytes(decoder *d, json_t *obj, const char *base, const char *key,
         return -1;
     }
     json_int_t x = json_integer_value(v);
-    if (x < 0 || x > MAX_SAFE_INT) {
-        report(d, ptr, "must be between 0 and 2^53 bytes, got %lld", (long long)x);
+    if (x < (signed_delta ? -MAX_SAFE_INT : 0) || x > MAX_SAFE_INT) {
+        report(d, ptr, "must be between %s and 2^53 bytes, got %lld",
+               signed_delta ? "-2^53" : "0", (long long)x);
         return -1;
     }
     *out = (int64_t)x;
@@ -456,7 +458,10 @@ static int decode_byte_members(decoder *d, json_t *obj, const char *base,
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
-        bad |= get_bytes(d, obj, base, bytes[i].key, bytes[i].dst) < 0;
+        /* PyTorch computes act_grad_per_module as the temporary memory at
+         * the backward peak minus that before the backward: it can be < 0. */
+        bad |= get_bytes(d, obj, base, bytes[i].key,
+                         bytes[i].dst == &m->act_grad_per_module, bytes[i].dst) < 0;
     return bad ? -1 : 0;
 }
 

@@ -637,7 +637,7 @@ static void random_tree(ttree *t, int n)
         m->param = i == 0 ? irand(0, 1000000000) : irand(0, 100000000);
         m->grad_total = irand(0, 500000000);
         m->act_total = irand(100000000, 2000000000);
-        m->act_grad = irand(0, 500000000);
+        m->act_grad = irand(-5000000, 500000000); /* may be < 0, as in PyTorch */
         if (m->leaf) {
             m->act_fw = irand(0, 100000000);
             continue;
