@@ -429,6 +429,9 @@ int partd_sac_knapsack_solve(uint32_t n, const double *value,
     if (!m)
         goto done;
     configure(m, time_limit_s, 0);
+    /* Tight tolerances: the answer is checked in integer bytes afterwards. */
+    Cbc_setParameter(m, "primalTolerance", "1e-9");
+    Cbc_setParameter(m, "integerTolerance", "1e-9");
     double obj, gap;
     const double *sol = run(m, status, &obj, &gap);
     for (uint32_t i = 0; sol && i < n; i++)

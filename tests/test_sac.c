@@ -746,6 +746,83 @@ static void test_op_level_rules(void **state)
     assert_false(feasible);
 }
 
+/* Op-level policies against enumeration of every save/recompute vector on
+ * random SACStats (up to 12 ops, bytes up to 2^40): same optimum. */
+static void test_op_level_brute_force(void **state)
+{
+    (void)state;
+    rng_state = 424242;
+    int solved = 0;
+    for (int it = 0; it < 300; it++) {
+        uint32_t n = (uint32_t)irand(1, 12);
+        double rt[12];
+        int64_t mem[12];
+        uint32_t names[12] = { 0 }, view[12], rnd_ops[12], ip_op[12], ip_par[12];
+        uint32_t nv = 0, nr = 0, ni = 0;
+        int64_t total = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            rt[i] = unif(0, 20);
+            mem[i] = irand(0, 3) == 0 ? 0 : irand(1, (int64_t)1 << 40);
+            total += mem[i];
+            int kind = (int)irand(0, 9);
+            if (kind == 0)
+                view[nv++] = i;
+            else if (kind == 1)
+                rnd_ops[nr++] = i;
+            else if (kind == 2) {
+                ip_op[ni] = i;
+                ip_par[ni++] = (uint32_t)irand(0, i);
+            }
+        }
+        partd_sac_stats s = { n, names, rt, mem, nv, nr, 0, ni, view, rnd_ops, NULL,
+                              ip_op, ip_par, (int)irand(0, 1) };
+        double budget = unif(0, 1);
+        int64_t room = (int64_t)ceil(budget * (double)total);
+        double best = -1;
+        for (uint32_t mask = 0; mask < (1u << n); mask++) {
+            int ok = 1;
+            int64_t used = 0;
+            double val = 0;
+            for (uint32_t k = 0; k < nv; k++)
+                ok &= !(mask >> view[k] & 1);
+            for (uint32_t k = 0; k < nr; k++)
+                ok &= s.force_store_random ? (mask >> rnd_ops[k] & 1)
+                                           : ((mask >> rnd_ops[k] & 1) ==
+                                              (mask >> rnd_ops[0] & 1));
+            for (uint32_t k = 0; k < ni; k++)
+                ok &= ip_op[k] == ip_par[k] ? (mask >> ip_op[k] & 1)
+                                            : ((mask >> ip_op[k] & 1) ==
+                                               (mask >> ip_par[k] & 1));
+            for (uint32_t i = 0; i < n; i++)
+                if (mask >> i & 1) {
+                    used += mem[i];
+                    val += rt[i];
+                }
+            if (ok && used <= room && val > best)
+                best = val;
+        }
+        uint8_t got[12];
+        int feasible = 0;
+        assert_int_equal(partd_sac_op_policy(&s, budget, 10, got, &feasible), PARTD_OK);
+        assert_int_equal(feasible, best >= 0);
+        if (!feasible)
+            continue;
+        int64_t used = 0;
+        double val = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (got[i]) {
+                used += mem[i];
+                val += rt[i];
+            }
+        assert_true(used <= room);
+        for (uint32_t k = 0; k < nv; k++)
+            assert_int_equal(got[view[k]], 0);
+        assert_true(fabs(val - best) <= 1e-9 * (1 + best));
+        solved++;
+    }
+    assert_true(solved > 150);
+}
+
 /* The planner against the brute force on random trees. */
 static void test_brute_force_random(void **state)
 {
@@ -1161,6 +1238,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pytorch_op_level_cases),
         cmocka_unit_test(test_op_level_rules),
+        cmocka_unit_test(test_op_level_brute_force),
         cmocka_unit_test(test_brute_force_random),
         cmocka_unit_test(test_budget_above_baseline),
         cmocka_unit_test(test_budget_infeasible_and_minimum),
