@@ -723,7 +723,8 @@ static int assemble(decoder *d, partd_module *stats, const fqn_entry *map,
     uint32_t *pos_in_pre = calloc(n, sizeof *pos_in_pre);
     out->mods = calloc(n, sizeof *out->mods);
     out->post_order = calloc(n, sizeof *out->post_order);
-    if (!pos_in_pre || !out->mods || !out->post_order) {
+    out->by_fqn = calloc(n, sizeof *out->by_fqn);
+    if (!pos_in_pre || !out->mods || !out->post_order || !out->by_fqn) {
         free(pos_in_pre);
         d->oom = 1;
         return -1;
@@ -736,6 +737,8 @@ static int assemble(decoder *d, partd_module *stats, const fqn_entry *map,
         memset(&stats[pre[k]], 0, sizeof stats[pre[k]]); /* ownership moved */
     }
     out->n = n;
+    for (uint32_t k = 0; k < n; k++) /* map is sorted by fqn id */
+        out->by_fqn[k] = pos_in_pre[map[k].index];
     for (uint32_t k = 0; k < n; k++) {
         out->post_order[k] = pos_in_pre[post[k]];
         out->mods[out->post_order[k]].post_pos = k;
@@ -856,14 +859,23 @@ void partd_modules_free(struct partd_modules *m)
             module_free_arrays(&m->mods[i]);
     free(m->mods);
     free(m->post_order);
+    free(m->by_fqn);
     free(m);
 }
 
 uint32_t partd_modules_find(const partd_modules *m, uint32_t fqn)
 {
-    for (uint32_t i = 0; i < m->n; i++)
-        if (m->mods[i].fqn == fqn)
-            return i;
+    uint32_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t id = m->mods[m->by_fqn[mid]].fqn;
+        if (id == fqn)
+            return m->by_fqn[mid];
+        if (id < fqn)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return PARTD_NONE;
 }
 

@@ -123,6 +123,10 @@ static void test_valid_tree(void **state)
             assert_string_equal(partd_str(&st, mods->mods[mods->mods[i].parent].fqn),
                                 parent[i]);
     }
+    for (uint32_t i = 0; i < 6; i++)
+        assert_int_equal(partd_modules_find(mods, mods->mods[i].fqn), i);
+    assert_int_equal(partd_modules_find(mods, partd_strtab_intern(&st, "M.c", 3)),
+                     PARTD_NONE);
     /* "M.a" is not an ancestor of "M.ab"; it is of "M.a.x". */
     assert_false(partd_modules_is_ancestor(mods, 1, 4));
     assert_true(partd_modules_is_ancestor(mods, 1, 3));
