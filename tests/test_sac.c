@@ -21,6 +21,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1136,6 +1137,68 @@ static void test_cancel(void **state)
 }
 
 
+/* Several plans at once (the daemon's worker pool): every thread gets the
+ * same document as a plan made alone. */
+typedef struct concurrent_job {
+    const partd_request *req;
+    char *text;
+} concurrent_job;
+
+static void *plan_thread(void *arg)
+{
+    concurrent_job *job = arg;
+    for (int k = 0; k < 3; k++) {
+        struct partd_sac_result *res = NULL;
+        partd_problem pb;
+        partd_problem_init(&pb);
+        if (partd_sac_plan(job->req, NULL, &res, &pb) == PARTD_OK) {
+            json_t *j = partd_sac_result_to_json(job->req, res);
+            char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+            if (!job->text)
+                job->text = text;
+            else if (strcmp(job->text, text) != 0)
+                job->text[0] = '!'; /* a run disagreed */
+            if (text != job->text)
+                free(text);
+            json_decref(j);
+        }
+        partd_sac_result_free(res);
+        partd_problem_free(&pb);
+    }
+    return NULL;
+}
+
+static void test_concurrent_plans(void **state)
+{
+    (void)state;
+    rng_state = 99;
+    ttree t;
+    random_tree(&t, MAXM);
+    topts o;
+    random_opts(&t, &o);
+    o.frontier = 5;
+    o.budget = baseline_of(&t, &o) * 4 / 5;
+    json_t *alone = plan_json(&t, &o);
+    char *want = json_dumps(alone, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(alone);
+    partd_request *req = make_request(&t, &o);
+    enum { N = 4 };
+    pthread_t th[N];
+    concurrent_job jobs[N];
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (concurrent_job){ req, NULL };
+        assert_int_equal(pthread_create(&th[i], NULL, plan_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        assert_non_null(jobs[i].text);
+        assert_string_equal(jobs[i].text, want);
+        free(jobs[i].text);
+    }
+    free(want);
+    free_request(req);
+}
+
 /* ---- end to end: request JSON -> decode -> plan -> result document ------ */
 
 static char *request_text(const ttree *t, const char *sac_options, int with_modules)
@@ -1247,6 +1310,7 @@ int main(void)
         cmocka_unit_test(test_op_level_end_to_end),
         cmocka_unit_test(test_option_errors),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_concurrent_plans),
         cmocka_unit_test(test_end_to_end),
         cmocka_unit_test(test_end_to_end_errors),
     };
