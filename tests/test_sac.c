@@ -85,6 +85,7 @@ typedef struct topts {
     int ac[MAXM], fsdp[MAXM];
     int op_level;
     uint32_t frontier;
+    double relative_gap;
 } topts;
 
 static json_t *reals_json(const double *v, int n)
@@ -179,7 +180,7 @@ static partd_request *make_request(const ttree *t, const topts *o)
     so->memory_budget_bytes = o->budget;
     so->world_size = o->world_size ? o->world_size : 1;
     so->time_limit_ms = 20000;
-    so->relative_gap = 0;
+    so->relative_gap = o->relative_gap;
     so->op_level = o->op_level;
     so->frontier_points = o->frontier;
     so->has_ac_units = o->n_ac > 0;
@@ -896,6 +897,40 @@ static void small_tree(ttree *t)
     memcpy(t->post, post, sizeof post);
 }
 
+/* With a relative gap the planner may stop early: the plan is still valid,
+ * and within the gap of the optimum. */
+static void test_relative_gap(void **state)
+{
+    (void)state;
+    rng_state = 31337;
+    for (int it = 0; it < 40; it++) {
+        ttree t;
+        random_tree(&t, (int)irand(4, MAXM));
+        topts o;
+        random_opts(&t, &o);
+        o.relative_gap = 0.5;
+        int64_t reserve = reserve_of(&t, &o);
+        brute probe = brute_force(&t, &o, INT64_MAX / 4);
+        int64_t base = baseline_of(&t, &o);
+        int64_t cap = probe.min_peak + (base - probe.min_peak) / 3;
+        o.budget = cap + reserve;
+        double best = brute_force(&t, &o, cap).best;
+        json_t *sac = plan_json(&t, &o);
+        double got = check_result(&t, &o, sac);
+        const char *status = json_string_value(json_object_get(sac, "status"));
+        double gap = json_number_value(json_object_get(sac, "gap"));
+        if (isinf(best)) {
+            assert_string_equal(status, "infeasible");
+        } else {
+            assert_true(strcmp(status, "optimal") == 0 || strcmp(status, "feasible") == 0);
+            assert_true(gap >= 0 && gap <= 0.5 + 1e-9);
+            assert_true(strcmp(status, "optimal") != 0 || gap == 0);
+            assert_true(got >= best - 1e-6 && got <= 2 * best + tolerance(&t));
+        }
+        json_decref(sac);
+    }
+}
+
 static void test_budget_above_baseline(void **state)
 {
     (void)state;
@@ -1303,6 +1338,7 @@ int main(void)
         cmocka_unit_test(test_op_level_rules),
         cmocka_unit_test(test_op_level_brute_force),
         cmocka_unit_test(test_brute_force_random),
+        cmocka_unit_test(test_relative_gap),
         cmocka_unit_test(test_budget_above_baseline),
         cmocka_unit_test(test_budget_infeasible_and_minimum),
         cmocka_unit_test(test_frontier),
