@@ -54,6 +54,9 @@ DEB_PACKAGES := build-essential pkg-config git ca-certificates \
 	python3 python3-pytest python3-jsonschema python3-yaml python3-torch python3-torchvision \
 	clang libclang-rt-14-dev wrk systemd
 
+# Keep objects of test and bench programs between runs.
+.SECONDARY:
+
 .PHONY: all deps test unit-test py-test asan check bench install clean fuzz fuzz-smoke
 
 all: $(PARTD) $(LIBPARTD)
