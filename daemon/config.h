@@ -39,7 +39,9 @@ typedef struct partd_config {
     const char *tls_key;
     partd_log_format log_format;
     uint64_t shutdown_grace_ms;
-    uint64_t conn_timeout_s;      /* idle/slow connection cut-off */
+    uint64_t conn_timeout_s;      /* idle connection cut-off */
+    uint64_t header_timeout_s;    /* request line + headers must arrive within */
+    uint64_t request_timeout_s;   /* headers + body must arrive within */
     uint64_t max_connections;
     uint64_t max_connections_per_ip;
     uint64_t conn_memory_bytes;   /* libmicrohttpd per-connection pool */

@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +42,21 @@
 #define LIST_MAX_LIMIT 1000
 #define IDEM_KEY_MAX 255
 
+/* One per TCP connection, for the slow-sender deadlines. */
+typedef enum { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWERING } conn_phase;
+
+typedef struct conn_rec {
+    int fd;
+    conn_phase phase;
+    int64_t phase_start_ns;
+    int cut;
+    struct conn_rec *prev, *next;
+} conn_rec;
+
 struct partd_http {
     partd_service *svc;
+    pthread_mutex_t conns_lock;
+    conn_rec *conns;
     struct MHD_Daemon *daemon;
     int listen_fd;
     char address[128];
@@ -53,6 +67,7 @@ struct partd_http {
 
 typedef struct req_ctx {
     int64_t start_ns;
+    conn_rec *conn;
     char path[256];            /* without the query, truncated, for the log */
     int routed;
     partd_route route;
@@ -64,6 +79,80 @@ typedef struct req_ctx {
     int too_big;
     uint64_t discarded;
 } req_ctx;
+
+/* ---- slow senders --------------------------------------------------------- */
+
+static void set_phase(partd_http *h, conn_rec *cr, conn_phase phase)
+{
+    if (!cr)
+        return;
+    pthread_mutex_lock(&h->conns_lock);
+    cr->phase = phase;
+    cr->phase_start_ns = partd_monotonic_ns();
+    pthread_mutex_unlock(&h->conns_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    partd_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_rec *cr = ci ? calloc(1, sizeof *cr) : NULL;
+        *socket_context = cr;
+        if (!cr)
+            return;
+        cr->fd = ci->connect_fd;
+        cr->phase = PHASE_HEADERS;
+        cr->phase_start_ns = partd_monotonic_ns();
+        pthread_mutex_lock(&h->conns_lock);
+        cr->next = h->conns;
+        if (h->conns)
+            h->conns->prev = cr;
+        h->conns = cr;
+        pthread_mutex_unlock(&h->conns_lock);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_rec *cr = *socket_context;
+        if (!cr)
+            return;
+        /* libmicrohttpd closes the socket only after this returns, so the
+         * sweep never shuts down a reused descriptor. */
+        pthread_mutex_lock(&h->conns_lock);
+        if (cr->prev)
+            cr->prev->next = cr->next;
+        else
+            h->conns = cr->next;
+        if (cr->next)
+            cr->next->prev = cr->prev;
+        pthread_mutex_unlock(&h->conns_lock);
+        free(cr);
+        *socket_context = NULL;
+    }
+}
+
+void partd_http_cut_slow(partd_http *h)
+{
+    int64_t now = partd_monotonic_ns();
+    int64_t header_ns = (int64_t)h->svc->cfg->header_timeout_s * 1000000000;
+    int64_t request_ns = (int64_t)h->svc->cfg->request_timeout_s * 1000000000;
+    unsigned cut = 0;
+    pthread_mutex_lock(&h->conns_lock);
+    for (conn_rec *cr = h->conns; cr; cr = cr->next) {
+        int64_t limit = cr->phase == PHASE_HEADERS ? header_ns
+                        : cr->phase == PHASE_BODY  ? request_ns
+                                                   : 0;
+        if (!cr->cut && limit && now - cr->phase_start_ns > limit) {
+            /* libmicrohttpd sees the connection fail and closes it. */
+            shutdown(cr->fd, SHUT_RDWR);
+            cr->cut = 1;
+            cut++;
+        }
+    }
+    pthread_mutex_unlock(&h->conns_lock);
+    if (cut)
+        partd_log_msg("warn", "http", "cut off %u connection(s) too slow sending a request", cut);
+}
 
 /* ---- responses ---------------------------------------------------------- */
 
@@ -869,8 +958,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES; /* answered already; libmicrohttpd drains or closes */
     if (!rc->routed) {
         enum MHD_Result result = MHD_YES;
-        if (first_call(c, rc, h->svc, url, method, &result))
+        if (first_call(c, rc, h->svc, url, method, &result)) {
+            set_phase(h, rc->conn, PHASE_ANSWERING);
             return result;
+        }
+        set_phase(h, rc->conn, PHASE_BODY);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -880,16 +972,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES; /* bodies of other methods are ignored */
         return take_body(rc, h->svc, upload_data, n) ? MHD_YES : MHD_NO;
     }
+    set_phase(h, rc->conn, PHASE_ANSWERING);
     return dispatch(c, rc, h, method);
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)cls;
-    (void)c;
     req_ctx *rc = calloc(1, sizeof *rc);
     if (!rc)
         return NULL;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    rc->conn = ci ? ci->socket_context : NULL;
     rc->start_ns = partd_monotonic_ns();
     size_t n = strcspn(uri, "?");
     if (n >= sizeof rc->path)
@@ -907,6 +1002,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!rc)
         return;
     *con_cls = NULL;
+    /* A kept-alive connection's next request starts its clock now. */
+    set_phase(h, rc->conn, PHASE_HEADERS);
     double secs = (double)(partd_monotonic_ns() - rc->start_ns) / 1e9;
     (void)c;
     const char *method = rc->method[0] ? rc->method : "-";
@@ -1086,6 +1183,7 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
     }
     h->svc = svc;
     h->listen_fd = -1;
+    pthread_mutex_init(&h->conns_lock, NULL);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (cfg->tls_cert) {
         if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
@@ -1127,6 +1225,7 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->conn_memory_bytes,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
         MHD_OPTION_ARRAY, cfg->tls_cert ? tls : tls + 2,
         MHD_OPTION_END);
     if (!h->daemon || !h->livez || !h->version) {
@@ -1162,5 +1261,6 @@ void partd_http_stop(partd_http *h)
         MHD_destroy_response(h->version);
     free(h->tls_cert);
     free(h->tls_key);
+    pthread_mutex_destroy(&h->conns_lock);
     free(h);
 }
