@@ -32,7 +32,7 @@ typedef struct server {
     uv_loop_t loop;
     uv_signal_t sigterm, sigint;
     uv_timer_t sweep, watchdog, slow;
-    int watchdog_on;
+    int loop_ready;
     partd_http *http;
 } server;
 
@@ -164,7 +164,8 @@ static int run(server *s)
         return code;
     }
     s->svc.cache = partd_cache_new(s->cfg.cache_max_bytes);
-    if (uv_loop_init(&s->loop) != 0 || !s->svc.cache ||
+    s->loop_ready = uv_loop_init(&s->loop) == 0;
+    if (!s->loop_ready || !s->svc.cache ||
         !(s->svc.jobs = partd_jobs_new(&s->svc, &s->loop, on_drained, s))) {
         fprintf(stderr, "partd serve: out of memory\n");
         return EXIT_SOFTWARE;
@@ -205,7 +206,8 @@ static void teardown(server *s)
         uv_run(&s->loop, UV_RUN_NOWAIT); /* let closing handles finish */
         partd_jobs_free(s->svc.jobs);
     }
-    uv_loop_close(&s->loop);
+    if (s->loop_ready)
+        uv_loop_close(&s->loop);
     partd_cache_free(s->svc.cache);
     partd_store_close(s->svc.store);
     free(s->svc.token);

@@ -68,9 +68,9 @@ class Daemon:
         def read():
             for line in self.proc.stdout:
                 self.lines.append(line.rstrip("\n"))
-                m = re.search(r"\blistening address=(\S+)", line)
+                m = re.search(r"\blistening address=(\S+)|\"event\":\"listening\",\"address\":\"([^\"]+)\"", line)
                 if m:
-                    addr = m.group(1)
+                    addr = m.group(1) or m.group(2)
                     self.port = int(addr.rsplit(":", 1)[1])
                     ready.set()
             ready.set()
@@ -106,6 +106,19 @@ class Daemon:
 
     def log(self):
         return "\n".join(self.lines)
+
+    def wait_log(self, pattern, timeout=30):
+        """Waits for a log line matching the regex (request lines are written
+        after the answer is sent, so they may trail the client)."""
+        deadline = time.monotonic() + timeout
+        rx = re.compile(pattern)
+        while True:
+            for line in list(self.lines):
+                if rx.search(line):
+                    return line
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no log line matches {pattern!r}:\n{self.log()}")
+            time.sleep(0.01)
 
     # -- HTTP --------------------------------------------------------------
     def conn(self, timeout=60):
