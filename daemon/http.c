@@ -41,6 +41,7 @@
 #define LIST_DEFAULT_LIMIT 50
 #define LIST_MAX_LIMIT 1000
 #define IDEM_KEY_MAX 255
+#define DISCARD_MAX ((uint64_t)16 << 20)
 
 /* One per TCP connection, for the slow-sender deadlines. */
 typedef enum { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWERING } conn_phase;
@@ -723,8 +724,10 @@ static enum MHD_Result handle_submit(struct MHD_Connection *c, req_ctx *rc, part
         char detail[128];
         snprintf(detail, sizeof detail, "the body is larger than %llu bytes (--max-body-bytes)",
                  (unsigned long long)svc->cfg->max_body_bytes);
-        return send_problem(c, rc, 413, "body-too-large", "Body too large", detail, NULL, NULL,
-                            NULL);
+        /* The connection's state after an unread or dropped body is not
+         * worth keeping. */
+        return send_problem(c, rc, 413, "body-too-large", "Body too large", detail, NULL,
+                            MHD_HTTP_HEADER_CONNECTION, "close");
     }
     const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
     char digest[72] = "";
@@ -898,8 +901,10 @@ static int take_body(req_ctx *rc, const partd_service *svc, const char *data, si
     if (rc->too_big || rc->len + n > max) {
         rc->too_big = 1;
         rc->discarded += n;
-        /* A chunked body that never ends is cut off rather than read forever. */
-        return rc->discarded <= max;
+        /* Dropped bytes are read (up to a bound) so that the client, still
+         * sending, gets its 413; a chunked body that never ends is cut off
+         * rather than read forever. */
+        return rc->discarded <= (max > DISCARD_MAX ? max : DISCARD_MAX);
     }
     if (rc->len + n + 1 > rc->cap) {
         size_t cap = rc->cap ? rc->cap : 65536;
@@ -970,7 +975,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_data_size = 0;
         if (strcmp(method, "POST") != 0)
             return MHD_YES; /* bodies of other methods are ignored */
-        return take_body(rc, h->svc, upload_data, n) ? MHD_YES : MHD_NO;
+        /* libmicrohttpd cannot answer before the body is read: past the
+         * cap the rest is counted and dropped, and 413 goes out at the end. */
+        if (!take_body(rc, h->svc, upload_data, n))
+            return MHD_NO;
+        return MHD_YES;
     }
     set_phase(h, rc->conn, PHASE_ANSWERING);
     return dispatch(c, rc, h, method);
