@@ -46,14 +46,26 @@ PARTD      := $(BUILD)/partd
 
 GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: all test unit-test py-test asan check bench install clean fuzz fuzz-smoke
+# Debian bookworm packages: build, tests (cmocka, pytest, PyTorch for the
+# exporter and parity tests), fuzzing (clang), HTTP benchmarks (wrk).
+DEB_PACKAGES := build-essential pkg-config git ca-certificates \
+	libjansson-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev \
+	libsystemd-dev coinor-libcbc-dev libcmocka-dev libcurl4-openssl-dev \
+	python3 python3-pytest python3-jsonschema python3-yaml python3-torch python3-torchvision \
+	clang libclang-rt-14-dev wrk systemd
+
+# Keep objects of test and bench programs between runs.
+.SECONDARY:
+
+.PHONY: all deps test unit-test py-test asan check bench install clean fuzz fuzz-smoke
 
 all: $(PARTD) $(LIBPARTD)
 	@ln -sf $(PARTD) partd 2>/dev/null || true
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DPARTD_BUILD='"$(GIT_REV)"' -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -DPARTD_BUILD='"$(GIT_REV)"' -MMD -MP -c $< -o $@
 
 $(LIBPARTD): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -72,6 +84,10 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJ) $(BENCH_SUPPORT_OBJ) $(
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BENCH_SUPPORT_OBJ) $(LIBDAEMON) $(LIBPARTD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+deps:
+	apt-get update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_PACKAGES)
+
 # Unit tests: every tests/test_*.c is one cmocka binary, run from the tree root.
 unit-test: $(TEST_BIN) $(PARTD)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; PARTD_BIN=$(abspath $(PARTD)) $$t; done
@@ -79,7 +95,7 @@ unit-test: $(TEST_BIN) $(PARTD)
 # Integration (real daemon on loopback) and Python tool tests.
 py-test: $(PARTD)
 	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
-		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/python; \
+		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/cli tests/integration tests/python; \
 	else echo "pytest not installed for $(PYTHON): integration tests skipped"; exit 1; fi
 
 test: unit-test py-test

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "partd.h"
+#include "pipeline.h"
+#include "sac.h"
 #include "size_based.h"
 
 /* ---- allocation ---------------------------------------------------------- */
@@ -48,6 +50,7 @@ void partd_plan_free(partd_plan *plan)
     for (uint32_t i = 0; i < plan->n_tied; i++)
         free(plan->tied[i].parts);
     free(plan->tied);
+    partd_sac_result_free(plan->sac);
     free(plan);
 }
 
@@ -80,7 +83,8 @@ static int cmp_u32(const void *a, const void *b)
 
 static void finish(u32vec *v, uint32_t **out, uint32_t *n)
 {
-    qsort(v->a, v->n, sizeof *v->a, cmp_u32);
+    if (v->n)
+        qsort(v->a, v->n, sizeof *v->a, cmp_u32);
     *out = v->a;
     *n = v->n;
 }
@@ -174,7 +178,8 @@ static int collect_param_uses(const partd_request *req, const uint32_t *node_par
             }
         }
     }
-    qsort(u, n, sizeof *u, cmp_use);
+    if (n)
+        qsort(u, n, sizeof *u, cmp_use);
     *out = u;
     *n_out = n;
     return 0;
@@ -277,6 +282,8 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
     switch (req->options.mode) {
     case PARTD_MODE_SIZE_BASED:
         return partd_size_based(req, cancel, out, problem);
+    case PARTD_MODE_PIPELINE:
+        return partd_pipeline(req, cancel, out, problem);
     default:
         break;
     }
@@ -291,13 +298,15 @@ int partd_plan_run(const partd_request *req, const partd_cancel *cancel, partd_p
 {
     *out = NULL;
     int rc = run_mode(req, cancel, out, problem);
+    if (rc == PARTD_OK && req->options.sac.enabled)
+        rc = partd_sac_plan(req, cancel, &(*out)->sac, problem);
     if (rc != PARTD_OK) {
         partd_plan_free(*out);
         *out = NULL;
         if (rc == PARTD_ECANCELLED)
             partd_problem_set(problem, 409, "cancelled", "Cancelled",
                               "the job was cancelled while planning");
-        else if (rc == PARTD_ETIMEOUT)
+        else if (rc == PARTD_ETIMEOUT && !problem->status)
             partd_problem_set(problem, 422, "job-timeout", "Job timed out",
                               "planning did not finish within the job time limit");
         else if (rc == PARTD_ENOMEM)

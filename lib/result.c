@@ -117,6 +117,14 @@ static json_t *result_json(const partd_request *r, const partd_plan *plan)
         json_object_set_new(doc, "boundaries", boundaries_json(r, plan));
     json_object_set_new(doc, "tied_params", tied_json(r, plan));
     json_object_set_new(doc, "summary", summary_json(plan));
+    if (plan->sac) {
+        json_t *sac = partd_sac_result_to_json(r, plan->sac);
+        if (!sac) {
+            json_decref(doc);
+            return NULL;
+        }
+        json_object_set_new(doc, "sac", sac);
+    }
     return doc;
 }
 

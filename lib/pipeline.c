@@ -1,0 +1,475 @@
+/*
+ * pipeline.c - the exact pipeline-stage planner (mode "pipeline"); see
+ * pipeline.h.
+ *
+ * This unit checks what only the planner can check (stages against devices
+ * and operations, cut_after names), runs the search (pipeline_search.c) on
+ * the cost model (pipeline_model.c), and turns the split into a plan:
+ * partitions with the contract's figures, balance, boundaries, tied
+ * parameters, summary. When no split fits the devices' memory it searches
+ * again for the split minimising the largest shortfall and reports it.
+ *
+ * Where non-operation nodes sit (they belong to no partition):
+ *   - cut_after naming a placeholder or get_attr node cuts after the last
+ *     operation before it (an error when that leaves a stage empty);
+ *   - boundaries: a placeholder is produced before stage 0, so it is live
+ *     across every cut up to its last reader (it enters the pipeline at the
+ *     first stage and is passed on); an operation's output is live across the
+ *     cuts after it up to its last reader; the output node reads after the
+ *     last stage, so graph outputs are live across every later cut;
+ *     get_attr nodes are parameters held by each stage reading them, never
+ *     live across a cut.
+ *   - cut_after resolution: a string that is a node name names that node;
+ *     otherwise it is a module fqn and names the last node (planning order)
+ *     whose `module` is the fqn or starts with fqn + ".".
+ */
+#include "pipeline.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partd.h"
+#include "pipeline_model.h"
+#include "pipeline_search.h"
+
+/* ---- validation ---------------------------------------------------------- */
+
+static void invalid(partd_problem *pb)
+{
+    partd_problem_set(pb, 422, "invalid-request", "Invalid request",
+                      "the pipeline options do not fit the graph and devices");
+}
+
+static int check_stages(const partd_request *req, partd_problem *pb)
+{
+    uint32_t S = req->options.pipeline.stages;
+    const char *ptr = "/options/pipeline/stages";
+    int bad = 0;
+    if (S == 0) {
+        partd_problem_add(pb, ptr, "must be at least 1");
+        bad = 1;
+    }
+    if (S > req->n_devices) {
+        partd_problem_add(pb, ptr, "%u stages need %u devices; there are %u", S, S,
+                          req->n_devices);
+        bad = 1;
+    }
+    if (S > req->graph.n_ops) {
+        partd_problem_add(pb, ptr, "%u stages need %u operation nodes; the graph has %u", S,
+                          S, req->graph.n_ops);
+        bad = 1;
+    }
+    return bad;
+}
+
+typedef struct cut_ref {
+    uint32_t str;   /* string id of the cut_after entry */
+    uint32_t index; /* position in cut_after */
+} cut_ref;
+
+static int cmp_cut_ref(const void *x, const void *y)
+{
+    const cut_ref *a = x, *b = y;
+    if (a->str != b->str)
+        return a->str < b->str ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Entries of refs[0..n) (sorted by str) whose string is id: [*lo, *hi). */
+static void find_refs(const cut_ref *refs, uint32_t n, uint32_t id, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t l = 0, h = n;
+    while (l < h) {
+        uint32_t mid = l + (h - l) / 2;
+        if (refs[mid].str < id)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    *lo = l;
+    while (l < n && refs[l].str == id)
+        l++;
+    *hi = l;
+}
+
+/* The last node of each cut_after entry, by node name and by module fqn.
+ * by_name/by_module: PARTD_NONE when nothing matched. */
+static void match_cut_names(const partd_request *req, const cut_ref *refs, uint32_t n,
+                            uint32_t *by_name, uint32_t *by_module)
+{
+    const partd_graph *g = &req->graph;
+    const partd_strtab *st = &req->strings;
+    for (uint32_t i = 0; i < n; i++)
+        by_name[refs[i].index] = by_module[refs[i].index] = PARTD_NONE;
+    for (uint32_t v = 0; v < g->n_nodes; v++) {
+        uint32_t lo, hi;
+        find_refs(refs, n, g->name[v], &lo, &hi);
+        for (uint32_t k = lo; k < hi; k++)
+            by_name[refs[k].index] = v;
+        uint32_t mod = g->module[v];
+        if (mod == PARTD_NONE)
+            continue;
+        /* Every prefix of the fqn at a '.' boundary, and the fqn itself. */
+        const char *s = partd_str(st, mod);
+        uint32_t len = partd_strlen(st, mod);
+        for (uint32_t cut = 1; cut <= len; cut++) {
+            if (cut < len && s[cut] != '.')
+                continue;
+            uint32_t id = partd_strtab_find(st, s, cut);
+            if (id == PARTD_STR_NONE)
+                continue;
+            find_refs(refs, n, id, &lo, &hi);
+            for (uint32_t k = lo; k < hi; k++)
+                by_module[refs[k].index] = v;
+        }
+    }
+}
+
+typedef struct cut_pos {
+    int32_t pos;
+    uint32_t index;
+} cut_pos;
+
+static int cmp_cut_pos(const void *x, const void *y)
+{
+    const cut_pos *a = x, *b = y;
+    if (a->pos != b->pos)
+        return a->pos < b->pos ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static void cut_pointer(char *buf, size_t cap, uint32_t i)
+{
+    snprintf(buf, cap, "/options/pipeline/cut_after/%u", i);
+}
+
+/* Resolves cut_after into ascending positions (operation ranks after which a
+ * stage ends). Returns PARTD_OK, PARTD_EINVALID (errors added) or
+ * PARTD_ENOMEM. *cuts is malloc'd. */
+static int resolve_cuts(const partd_request *req, int32_t **cuts_out, uint32_t *n_out,
+                        partd_problem *pb)
+{
+    const partd_pipeline_options *po = &req->options.pipeline;
+    const partd_graph *g = &req->graph;
+    uint32_t n = po->n_cut_after, S = po->stages;
+    char ptr[64];
+    int bad = 0;
+    *cuts_out = NULL;
+    *n_out = 0;
+    if (n == 0)
+        return PARTD_OK;
+    if (S >= 1 && n > S - 1) {
+        cut_pointer(ptr, sizeof ptr, S - 1);
+        partd_problem_add(pb, ptr, "%u cuts need at least %u stages; stages is %u", n, n + 1,
+                          S);
+        bad = 1;
+    }
+    cut_ref *refs = malloc(n * sizeof *refs);
+    uint32_t *by_name = malloc(n * sizeof *by_name), *by_module = malloc(n * sizeof *by_module);
+    uint32_t *ops_upto = malloc((g->n_nodes + 1) * sizeof *ops_upto);
+    cut_pos *pos = malloc(n * sizeof *pos);
+    int rc = PARTD_ENOMEM;
+    if (!refs || !by_name || !by_module || !ops_upto || !pos)
+        goto out;
+    for (uint32_t i = 0; i < n; i++)
+        refs[i] = (cut_ref){po->cut_after[i], i};
+    qsort(refs, n, sizeof *refs, cmp_cut_ref);
+    match_cut_names(req, refs, n, by_name, by_module);
+    /* ops_upto[v] = operations among nodes 0..v-1. */
+    ops_upto[0] = 0;
+    for (uint32_t v = 0; v < g->n_nodes; v++)
+        ops_upto[v + 1] = ops_upto[v] + (partd_op_is_operation(g->op[v]) ? 1 : 0);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = by_name[i] != PARTD_NONE ? by_name[i] : by_module[i];
+        cut_pointer(ptr, sizeof ptr, i);
+        if (v == PARTD_NONE) {
+            partd_problem_add(pb, ptr, "\"%s\" names no node and no module",
+                              partd_str(&req->strings, po->cut_after[i]));
+            bad = 1;
+            pos[i] = (cut_pos){-1, i};
+            continue;
+        }
+        int32_t p = (int32_t)ops_upto[v + 1];
+        pos[i] = (cut_pos){p, i};
+        if (p == 0) {
+            partd_problem_add(pb, ptr, "cutting after \"%s\" leaves the first stage empty",
+                              partd_node_name(req, v));
+            bad = 1;
+        } else if (p == (int32_t)g->n_ops) {
+            partd_problem_add(pb, ptr, "cutting after \"%s\" leaves the last stage empty",
+                              partd_node_name(req, v));
+            bad = 1;
+        }
+    }
+    qsort(pos, n, sizeof *pos, cmp_cut_pos);
+    for (uint32_t i = 1; i < n; i++) {
+        if (pos[i].pos >= 0 && pos[i].pos == pos[i - 1].pos) {
+            cut_pointer(ptr, sizeof ptr, pos[i].index);
+            partd_problem_add(pb, ptr,
+                              "ends the same stage as /options/pipeline/cut_after/%u, leaving "
+                              "an empty stage between them",
+                              pos[i - 1].index);
+            bad = 1;
+        }
+    }
+    if (!bad) {
+        int32_t *cuts = malloc(n * sizeof *cuts);
+        if (!cuts)
+            goto out;
+        for (uint32_t i = 0; i < n; i++)
+            cuts[i] = pos[i].pos;
+        *cuts_out = cuts;
+        *n_out = n;
+    }
+    rc = bad ? PARTD_EINVALID : PARTD_OK;
+out:
+    free(refs);
+    free(by_name);
+    free(by_module);
+    free(ops_upto);
+    free(pos);
+    return rc;
+}
+
+/* ---- the plan ------------------------------------------------------------ */
+
+static int fill_parts(const pl_model *md, const int32_t *cuts, partd_plan *plan,
+                      uint32_t *node_part)
+{
+    const partd_request *req = md->req;
+    partd_summary *sum = &plan->summary;
+    double total = 0;
+    for (uint32_t s = 0; s < md->stages; s++) {
+        partd_part *pt = &plan->parts[s];
+        int32_t a = cuts[s], e = cuts[s + 1];
+        pt->n_nodes = (uint32_t)(e - a);
+        pt->nodes = malloc(pt->n_nodes * sizeof *pt->nodes);
+        pt->devices = malloc(sizeof *pt->devices);
+        if (!pt->nodes || !pt->devices)
+            return PARTD_ENOMEM;
+        for (int32_t r = a; r < e; r++) {
+            pt->nodes[r - a] = md->op_node[r];
+            node_part[md->op_node[r]] = s;
+        }
+        pt->n_devices = 1;
+        pt->devices[0] = s;
+        pl_window w = {0, 0, 0, 0};
+        pl_window_move(md, &w, a, e);
+        pl_stage ev;
+        pl_stage_eval(md, s, &w, &ev);
+        pt->memory_bytes = ev.mem;
+        pt->param_bytes = ev.params;
+        pt->transfer_in_bytes = ev.recv;
+        pt->compute_ms = ev.compute_ms;
+        pt->time_ms = ev.time_ms;
+        plan->balance[s] = pt->n_nodes;
+        total += ev.time_ms;
+        if (ev.time_ms > sum->bottleneck_ms)
+            sum->bottleneck_ms = ev.time_ms;
+        sum->transfer_bytes += ev.recv;
+        if (ev.mem > sum->peak_memory_bytes)
+            sum->peak_memory_bytes = ev.mem;
+    }
+    sum->total_ms =
+        total + (double)(req->options.pipeline.microbatches - 1) * sum->bottleneck_ms;
+    return PARTD_OK;
+}
+
+/* Index of the first cut position > x among cuts[1..S-1] (as boundary index
+ * j, cut j sits at cuts[j+1]); S - 1 when none. */
+static uint32_t first_cut_after(const int32_t *cuts, uint32_t S, int32_t x)
+{
+    uint32_t lo = 0, hi = S - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cuts[mid + 1] > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* The cuts [*j0, *j1) a tensor crosses: born at rank `birth` (-1 before the
+ * pipeline), last read at rank `last` (m for the output node). */
+static void crossed_cuts(const int32_t *cuts, uint32_t S, int32_t birth, int32_t last,
+                         uint32_t *j0, uint32_t *j1)
+{
+    *j0 = first_cut_after(cuts, S, birth);
+    *j1 = first_cut_after(cuts, S, last); /* cuts at positions <= last */
+    if (*j1 < *j0)
+        *j1 = *j0;
+}
+
+/* Birth and last reader of a tensor that can cross cuts; 0 when it cannot. */
+static int tensor_span(const pl_model *md, uint32_t v, int32_t *birth, int32_t *last)
+{
+    const partd_graph *g = &md->req->graph;
+    if (partd_op_is_operation(g->op[v]))
+        *birth = (int32_t)md->node_rank[v];
+    else if (g->op[v] == PARTD_OP_PLACEHOLDER)
+        *birth = -1;
+    else
+        return 0;
+    *last = -1;
+    for (uint32_t k = g->user_off[v]; k < g->user_off[v + 1]; k++) {
+        uint32_t u = g->user_idx[k];
+        /* Only operations and the output node read other nodes. */
+        int32_t r = md->node_rank[u] == PARTD_NONE ? (int32_t)md->m : (int32_t)md->node_rank[u];
+        if (r > *last)
+            *last = r;
+    }
+    return *last > *birth;
+}
+
+static int fill_boundaries(const pl_model *md, const int32_t *cuts, partd_plan *plan)
+{
+    const partd_graph *g = &md->req->graph;
+    uint32_t S = md->stages, nb = S - 1;
+    plan->n_boundaries = nb;
+    if (nb == 0)
+        return PARTD_OK;
+    plan->boundaries = calloc(nb, sizeof *plan->boundaries);
+    if (!plan->boundaries)
+        return PARTD_ENOMEM;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t j = 0; j < nb; j++) {
+            partd_boundary *b = &plan->boundaries[j];
+            if (pass == 1) {
+                b->tensors = malloc((b->n_tensors ? b->n_tensors : 1) * sizeof *b->tensors);
+                if (!b->tensors)
+                    return PARTD_ENOMEM;
+                b->after = md->op_node[cuts[j + 1] - 1];
+            }
+            b->n_tensors = 0;
+            b->bytes = 0;
+        }
+        for (uint32_t v = 0; v < g->n_nodes; v++) {
+            int32_t birth, last;
+            if (!tensor_span(md, v, &birth, &last))
+                continue;
+            uint32_t j0, j1;
+            crossed_cuts(cuts, S, birth, last, &j0, &j1);
+            for (uint32_t j = j0; j < j1; j++) {
+                partd_boundary *b = &plan->boundaries[j];
+                if (pass == 1) {
+                    b->tensors[b->n_tensors] = v;
+                    b->bytes += g->output_bytes[v];
+                }
+                b->n_tensors++;
+            }
+        }
+    }
+    return PARTD_OK;
+}
+
+static int build_plan(const pl_model *md, const int32_t *cuts, partd_plan **out)
+{
+    const partd_request *req = md->req;
+    partd_plan *plan = partd_plan_alloc(PARTD_MODE_PIPELINE, md->stages);
+    uint32_t *node_part = malloc((req->graph.n_nodes ? req->graph.n_nodes : 1) *
+                                 sizeof *node_part);
+    int rc = PARTD_ENOMEM;
+    if (plan && node_part && (plan->balance = malloc(md->stages * sizeof *plan->balance))) {
+        for (uint32_t v = 0; v < req->graph.n_nodes; v++)
+            node_part[v] = PARTD_NONE;
+        rc = fill_parts(md, cuts, plan, node_part);
+        if (rc == PARTD_OK)
+            rc = fill_boundaries(md, cuts, plan);
+        if (rc == PARTD_OK)
+            rc = partd_plan_link(req, node_part, plan);
+        plan->summary.optimal = 1;
+    }
+    free(node_part);
+    if (rc != PARTD_OK) {
+        partd_plan_free(plan);
+        return rc;
+    }
+    *out = plan;
+    return PARTD_OK;
+}
+
+/* ---- no feasible split --------------------------------------------------- */
+
+static void report_shortfall(const pl_model *md, const int32_t *cuts, partd_problem *pb)
+{
+    const partd_request *req = md->req;
+    uint32_t worst = 0;
+    int64_t worst_short = INT64_MIN, worst_mem = 0;
+    int64_t *mem = malloc(md->stages * sizeof *mem);
+    for (uint32_t s = 0; s < md->stages; s++) {
+        pl_window w = {0, 0, 0, 0};
+        pl_window_move(md, &w, cuts[s], cuts[s + 1]);
+        pl_stage ev;
+        pl_stage_eval(md, s, &w, &ev);
+        if (mem)
+            mem[s] = ev.mem;
+        if (ev.mem - md->mem_limit[s] > worst_short) {
+            worst_short = ev.mem - md->mem_limit[s];
+            worst = s;
+            worst_mem = ev.mem;
+        }
+    }
+    partd_problem_set(pb, 422, "infeasible", "No feasible plan",
+                      "no split into %u stages fits the devices' memory; in the split that "
+                      "minimises the largest shortfall, stage %u on device \"%s\" needs %lld "
+                      "bytes and has %lld: short by %lld bytes",
+                      md->stages, worst, partd_device_name(req, worst), (long long)worst_mem,
+                      (long long)md->mem_limit[worst], (long long)worst_short);
+    for (uint32_t s = 0; s < md->stages && mem; s++) {
+        if (mem[s] <= md->mem_limit[s])
+            continue;
+        char ptr[64];
+        snprintf(ptr, sizeof ptr, "/devices/%u/memory_bytes", s);
+        partd_problem_add(pb, ptr,
+                          "stage %u (operations \"%s\" to \"%s\") needs %lld bytes: short by "
+                          "%lld bytes",
+                          s, partd_node_name(req, md->op_node[cuts[s]]),
+                          partd_node_name(req, md->op_node[cuts[s + 1] - 1]),
+                          (long long)mem[s], (long long)(mem[s] - md->mem_limit[s]));
+    }
+    free(mem);
+}
+
+/* ---- entry --------------------------------------------------------------- */
+
+int partd_pipeline(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
+                   partd_problem *problem)
+{
+    *out = NULL;
+    int bad = check_stages(req, problem);
+    int32_t *cuts = NULL;
+    uint32_t n_cuts = 0;
+    int rc = resolve_cuts(req, &cuts, &n_cuts, problem);
+    if (rc == PARTD_ENOMEM)
+        return rc;
+    if (bad || rc == PARTD_EINVALID) {
+        free(cuts);
+        invalid(problem);
+        return PARTD_EINVALID;
+    }
+    pl_model md;
+    rc = pl_model_build(&md, req, cuts, n_cuts, problem);
+    free(cuts);
+    int32_t *split = malloc((md.stages + 1) * sizeof *split);
+    if (rc == PARTD_OK && !split)
+        rc = PARTD_ENOMEM;
+    pl_result res = {.cuts = split};
+    if (rc == PARTD_OK)
+        rc = pl_search(&md, cancel, &res);
+    if (rc == PARTD_OK && !res.found) {
+        md.objective = PL_OBJ_SHORTFALL;
+        rc = pl_search(&md, cancel, &res);
+        if (rc == PARTD_OK) {
+            report_shortfall(&md, split, problem);
+            rc = PARTD_EINFEASIBLE;
+        }
+    } else if (rc == PARTD_OK) {
+        rc = build_plan(&md, split, out);
+    }
+    free(split);
+    pl_model_free(&md);
+    return rc;
+}

@@ -1,0 +1,459 @@
+/*
+ * pipeline_search.c - exact bottleneck search and tie-breaking DP; see
+ * pipeline_search.h.
+ *
+ * Method.
+ *  1. Decision probe for a bound B (forward): F[s] is the set of positions a
+ *     stage s can start at after s stages of cost <= B that fit their
+ *     devices. For a fixed start a, the allowed ends form an interval
+ *     [pl_min_end, last end whose cost and memory still pass]: cost and
+ *     memory only grow with e. So F[s+1] is a union of such intervals, found
+ *     in one sweep with the start increasing and the end never moving back
+ *     (only ends beyond the largest end reached so far are worth testing).
+ *     Each stage is a pl_window sliding forward: O(m + readers) per probe.
+ *  2. The probe's outcome depends only on the outcomes of the comparisons
+ *     cost <= B it made. After an infeasible probe nothing changes until B
+ *     reaches the smallest failing cost, so the lower end jumps there; after
+ *     a feasible one, down to the largest passing cost. Both ends are then
+ *     costs of real stages, and the bisection ends when they meet: the
+ *     optimum is the exact cost of a stage, not an approximation.
+ *  3. After each feasible probe a backward pass keeps only positions from
+ *     which the end is still reachable (W[s] = F[s] and able to finish);
+ *     every split of cost <= B has its cuts there, so later probes only sweep
+ *     these windows, which narrow as the bound tightens.
+ *  4. Ties: a suffix DP over W at the optimal bound picks, for every start,
+ *     the smallest sum of stage times (ticks and received bytes, exact), and
+ *     on equal sums the smallest end; following it from 0 gives the earliest
+ *     cuts. Its cost is the number of allowed (start, end) pairs in the
+ *     windows.
+ * The uniform objective, whose lower bound on a stage's size depends on B,
+ * uses plain integer bisection instead of step 2.
+ */
+#include "pipeline_search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partd.h"
+
+#define CHECK_EVERY 4096
+
+/* ---- sets of positions as sorted runs ------------------------------------ */
+
+typedef struct pl_run {
+    int32_t lo, hi; /* inclusive */
+} pl_run;
+
+typedef struct pl_set {
+    pl_run *run;
+    uint32_t n, cap;
+    uint64_t count;
+} pl_set;
+
+static void set_clear(pl_set *s)
+{
+    s->n = 0;
+    s->count = 0;
+}
+
+/* Appends x, larger than every element. */
+static int set_add(pl_set *s, int32_t x)
+{
+    s->count++;
+    if (s->n && s->run[s->n - 1].hi + 1 == x) {
+        s->run[s->n - 1].hi = x;
+        return 0;
+    }
+    if (s->n == s->cap) {
+        uint32_t cap = s->cap ? 2 * s->cap : 16;
+        pl_run *r = realloc(s->run, cap * sizeof *r);
+        if (!r)
+            return -1;
+        s->run = r;
+        s->cap = cap;
+    }
+    s->run[s->n++] = (pl_run){x, x};
+    return 0;
+}
+
+static int set_add_range(pl_set *s, int32_t lo, int32_t hi)
+{
+    if (lo > hi)
+        return 0;
+    if (set_add(s, lo))
+        return -1;
+    s->run[s->n - 1].hi = hi;
+    s->count += (uint64_t)(hi - lo);
+    return 0;
+}
+
+/* Walks a set with queries that never decrease. */
+typedef struct pl_cursor {
+    const pl_set *set;
+    uint32_t i;
+    uint64_t base; /* elements in runs before run i */
+} pl_cursor;
+
+static void cursor_init(pl_cursor *c, const pl_set *s)
+{
+    c->set = s;
+    c->i = 0;
+    c->base = 0;
+}
+
+/* Smallest element >= x, INT32_MAX when none. */
+static int32_t cursor_next(pl_cursor *c, int32_t x)
+{
+    const pl_set *s = c->set;
+    while (c->i < s->n && s->run[c->i].hi < x) {
+        c->base += (uint64_t)(s->run[c->i].hi - s->run[c->i].lo) + 1;
+        c->i++;
+    }
+    if (c->i == s->n)
+        return INT32_MAX;
+    return x > s->run[c->i].lo ? x : s->run[c->i].lo;
+}
+
+/* Index within the set of x, the element cursor_next just returned. */
+static uint64_t cursor_index(const pl_cursor *c, int32_t x)
+{
+    return c->base + (uint64_t)(x - c->set->run[c->i].lo);
+}
+
+/* Index of x in s (x must be an element). */
+static uint64_t set_index(const pl_set *s, int32_t x)
+{
+    pl_cursor c;
+    cursor_init(&c, s);
+    cursor_next(&c, x);
+    return cursor_index(&c, x);
+}
+
+/* ---- search state -------------------------------------------------------- */
+
+typedef struct search {
+    const pl_model *md;
+    const partd_cancel *cancel;
+    uint32_t S;
+    uint64_t steps;
+    pl_set *F;     /* S + 1 sets: reachable starts of the current probe */
+    pl_set *W;     /* S + 1 sets: windows of the best feasible bound so far */
+    pl_set *cand;  /* S + 1 sets: what the next probe may use */
+} search;
+
+static int tick(search *st)
+{
+    if (++st->steps % CHECK_EVERY == 0)
+        return partd_cancel_check(st->cancel);
+    return PARTD_OK;
+}
+
+/* Outcome of one stage test. */
+enum { TEST_MEMORY = 0, TEST_COST, TEST_PASS };
+
+static int stage_test(const pl_model *md, uint32_t s, const pl_window *w, double bound,
+                      double *cost)
+{
+    pl_stage ev;
+    pl_stage_eval(md, s, w, &ev);
+    *cost = ev.cost;
+    if (!ev.mem_ok && md->objective != PL_OBJ_SHORTFALL)
+        return TEST_MEMORY;
+    return ev.cost <= bound ? TEST_PASS : TEST_COST;
+}
+
+/* ---- decision probe ------------------------------------------------------ */
+
+typedef struct probe_out {
+    int feasible;
+    double min_fail; /* smallest cost that failed only on the bound */
+    double max_pass; /* largest cost that passed */
+} probe_out;
+
+/* One stage of the forward sweep: F[s] -> F[s+1] within cand[s+1]. */
+static int forward_stage(search *st, uint32_t s, double bound, probe_out *po)
+{
+    const pl_model *md = st->md;
+    pl_set *next = &st->F[s + 1];
+    pl_window w = {0, 0, 0, 0};
+    pl_cursor c;
+    cursor_init(&c, &st->cand[s + 1]);
+    set_clear(next);
+    int32_t reached = -1;
+    const pl_set *from = &st->F[s];
+    for (uint32_t i = 0; i < from->n; i++) {
+        for (int32_t a = from->run[i].lo; a <= from->run[i].hi; a++) {
+            int32_t lim = pl_max_end(md, s, a);
+            int32_t lo = pl_min_end(md, s, a, bound);
+            int32_t e = cursor_next(&c, lo > reached + 1 ? lo : reached + 1);
+            while (e <= lim) {
+                int rc = tick(st);
+                if (rc)
+                    return rc;
+                pl_window_move(md, &w, a, e);
+                double cost;
+                int t = stage_test(md, s, &w, bound, &cost);
+                if (t == TEST_COST && cost < po->min_fail)
+                    po->min_fail = cost;
+                if (t != TEST_PASS)
+                    break;
+                if (cost > po->max_pass)
+                    po->max_pass = cost;
+                if (set_add(next, e))
+                    return PARTD_ENOMEM;
+                reached = e;
+                e = cursor_next(&c, e + 1);
+            }
+        }
+    }
+    return PARTD_OK;
+}
+
+static int probe(search *st, double bound, probe_out *po)
+{
+    po->feasible = 0;
+    po->min_fail = INFINITY;
+    po->max_pass = -INFINITY;
+    set_clear(&st->F[0]);
+    if (set_add(&st->F[0], 0))
+        return PARTD_ENOMEM;
+    for (uint32_t s = 0; s < st->S; s++) {
+        int rc = forward_stage(st, s, bound, po);
+        if (rc)
+            return rc;
+        if (st->F[s + 1].n == 0)
+            return PARTD_OK;
+    }
+    po->feasible = 1;
+    return PARTD_OK;
+}
+
+/* W[s] = starts in F[s] from which the end is reachable under bound: the
+ * smallest allowed end in W[s+1] passes iff any does (costs grow with e). */
+static int backward(search *st, double bound)
+{
+    const pl_model *md = st->md;
+    uint32_t S = st->S;
+    set_clear(&st->W[S]);
+    if (set_add(&st->W[S], (int32_t)md->m))
+        return PARTD_ENOMEM;
+    for (uint32_t s = S; s-- > 0;) {
+        pl_set *out = &st->W[s];
+        const pl_set *from = &st->F[s];
+        pl_window w = {0, 0, 0, 0};
+        pl_cursor c;
+        cursor_init(&c, &st->W[s + 1]);
+        set_clear(out);
+        for (uint32_t i = 0; i < from->n; i++) {
+            for (int32_t a = from->run[i].lo; a <= from->run[i].hi; a++) {
+                int32_t e = cursor_next(&c, pl_min_end(md, s, a, bound));
+                if (e > pl_max_end(md, s, a))
+                    continue;
+                int rc = tick(st);
+                if (rc)
+                    return rc;
+                pl_window_move(md, &w, a, e);
+                double cost;
+                if (stage_test(md, s, &w, bound, &cost) == TEST_PASS && set_add(out, a))
+                    return PARTD_ENOMEM;
+            }
+        }
+    }
+    return PARTD_OK;
+}
+
+/* Makes the windows of the last feasible probe the candidates of the next. */
+static int adopt_windows(search *st)
+{
+    for (uint32_t s = 0; s <= st->S; s++) {
+        pl_set *c = &st->cand[s];
+        set_clear(c);
+        for (uint32_t i = 0; i < st->W[s].n; i++)
+            if (set_add_range(c, st->W[s].run[i].lo, st->W[s].run[i].hi))
+                return PARTD_ENOMEM;
+    }
+    return PARTD_OK;
+}
+
+static double midpoint(double lo, double hi)
+{
+    double mid = lo > 0 && hi > 4 * lo ? sqrt(lo) * sqrt(hi) : lo + (hi - lo) / 2;
+    return mid > lo && mid < hi ? mid : lo;
+}
+
+/* Finds the optimal bound; on return W holds its windows. */
+static int find_bound(search *st, double *best, int *found, uint32_t *probes)
+{
+    const pl_model *md = st->md;
+    probe_out po;
+    int rc = probe(st, INFINITY, &po);
+    ++*probes;
+    if (rc || !po.feasible) {
+        *found = 0;
+        return rc;
+    }
+    *found = 1;
+    int uniform = md->objective == PL_OBJ_UNIFORM;
+    double lo = md->objective == PL_OBJ_SHORTFALL ? 1 : 0;
+    double hi = uniform ? (double)md->m : po.max_pass;
+    /* The probe would have run the same at hi, so F is F(hi). */
+    if ((rc = backward(st, hi)) || (rc = adopt_windows(st)))
+        return rc;
+    while (lo < hi) {
+        double bound = uniform ? floor((lo + hi) / 2) : midpoint(lo, hi);
+        if ((rc = probe(st, bound, &po)))
+            return rc;
+        ++*probes;
+        if (po.feasible) {
+            hi = uniform ? bound : po.max_pass;
+            if ((rc = backward(st, hi)) || (rc = adopt_windows(st)))
+                return rc;
+        } else {
+            lo = uniform ? bound + 1 : po.min_fail;
+        }
+    }
+    *best = hi;
+    return PARTD_OK;
+}
+
+/* ---- ties: smallest sum of stage times, then earliest cuts --------------- */
+
+typedef struct tie_value {
+    int64_t ticks;
+    __int128 recv;
+} tie_value;
+
+static double tie_ms(const pl_model *md, tie_value v)
+{
+    return ldexp((double)v.ticks, -md->tick_exp) + md->ms_per_byte * (double)v.recv;
+}
+
+typedef struct tie_table {
+    tie_value *h;    /* per element of W[s]: best suffix from there */
+    int32_t *next;   /* its first end */
+} tie_table;
+
+/* Fills t[s] from t[s+1] over the allowed pairs (a in W[s], e in W[s+1]). */
+static int tie_stage(search *st, uint32_t s, double bound, tie_table *t)
+{
+    const pl_model *md = st->md;
+    const pl_set *starts = &st->W[s], *ends = &st->W[s + 1];
+    pl_window base = {0, 0, 0, 0};
+    pl_cursor c0;
+    cursor_init(&c0, ends);
+    uint64_t idx = 0;
+    for (uint32_t i = 0; i < starts->n; i++) {
+        for (int32_t a = starts->run[i].lo; a <= starts->run[i].hi; a++, idx++) {
+            int32_t lim = pl_max_end(md, s, a);
+            int32_t e = cursor_next(&c0, pl_min_end(md, s, a, bound));
+            int have = 0;
+            tie_value best = {0, 0};
+            int32_t best_e = -1; /* -1: cannot finish from a */
+            if (e <= lim)
+                pl_window_move(md, &base, a, e);
+            pl_window w = base;
+            pl_cursor c1 = c0;
+            while (e <= lim) {
+                int rc = tick(st);
+                if (rc)
+                    return rc;
+                pl_window_move(md, &w, a, e);
+                pl_stage ev;
+                pl_stage_eval(md, s, &w, &ev);
+                if ((!ev.mem_ok && md->objective != PL_OBJ_SHORTFALL) || ev.cost > bound)
+                    break;
+                uint64_t j = cursor_index(&c1, e);
+                const tie_value *rest = &t[s + 1].h[j];
+                tie_value v = {ev.ticks + rest->ticks, ev.recv + rest->recv};
+                if (t[s + 1].next[j] < 0) {
+                    /* cannot finish from e */
+                } else if (!have || tie_ms(md, v) < tie_ms(md, best)) {
+                    have = 1;
+                    best = v;
+                    best_e = e;
+                }
+                e = cursor_next(&c1, e + 1);
+            }
+            t[s].h[idx] = best;
+            t[s].next[idx] = best_e;
+        }
+    }
+    return PARTD_OK;
+}
+
+static int break_ties(search *st, double bound, int32_t *cuts)
+{
+    uint32_t S = st->S;
+    tie_table *t = calloc(S + 1, sizeof *t);
+    if (!t)
+        return PARTD_ENOMEM;
+    int rc = PARTD_OK;
+    for (uint32_t s = 0; s <= S && rc == PARTD_OK; s++) {
+        size_t n = st->W[s].count ? st->W[s].count : 1;
+        t[s].h = calloc(n, sizeof *t[s].h);
+        t[s].next = calloc(n, sizeof *t[s].next);
+        if (!t[s].h || !t[s].next)
+            rc = PARTD_ENOMEM;
+    }
+    if (rc == PARTD_OK)
+        t[S].next[0] = (int32_t)st->md->m;
+    for (uint32_t s = S; s-- > 0 && rc == PARTD_OK;)
+        rc = tie_stage(st, s, bound, t);
+    cuts[0] = 0;
+    for (uint32_t s = 0; s < S && rc == PARTD_OK; s++) {
+        cuts[s + 1] = t[s].next[set_index(&st->W[s], cuts[s])];
+        if (cuts[s + 1] < 0)
+            rc = PARTD_EINTERNAL; /* the bound was proven feasible */
+    }
+    for (uint32_t s = 0; s <= S; s++) {
+        free(t[s].h);
+        free(t[s].next);
+    }
+    free(t);
+    return rc;
+}
+
+/* ---- entry --------------------------------------------------------------- */
+
+int pl_search(const pl_model *md, const partd_cancel *cancel, pl_result *res)
+{
+    uint32_t S = md->stages;
+    search st = {.md = md, .cancel = cancel, .S = S};
+    st.F = calloc(S + 1, sizeof *st.F);
+    st.W = calloc(S + 1, sizeof *st.W);
+    st.cand = calloc(S + 1, sizeof *st.cand);
+    int rc = PARTD_ENOMEM;
+    res->found = 0;
+    res->probes = 0;
+    if (st.F && st.W && st.cand) {
+        rc = PARTD_OK;
+        /* Candidates before any probe: every position that leaves one
+         * operation to each stage. */
+        for (uint32_t s = 0; s <= S && rc == PARTD_OK; s++) {
+            int32_t lo = (int32_t)s, hi = (int32_t)(md->m - (S - s));
+            if (s == 0)
+                hi = 0;
+            if (s == S)
+                lo = hi = (int32_t)md->m;
+            if (set_add_range(&st.cand[s], lo, hi))
+                rc = PARTD_ENOMEM;
+        }
+        if (rc == PARTD_OK)
+            rc = find_bound(&st, &res->bottleneck, &res->found, &res->probes);
+        if (rc == PARTD_OK && res->found)
+            rc = break_ties(&st, res->bottleneck, res->cuts);
+    }
+    for (uint32_t s = 0; s <= S; s++) {
+        if (st.F)
+            free(st.F[s].run);
+        if (st.W)
+            free(st.W[s].run);
+        if (st.cand)
+            free(st.cand[s].run);
+    }
+    free(st.F);
+    free(st.W);
+    free(st.cand);
+    return rc;
+}

@@ -1,0 +1,370 @@
+"""Tests of tools/partd_export.py: graph export, sizes, shared parameters,
+module ownership, timing switch, device specs, module info, command line."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+
+import models  # noqa: E402
+import partd_export as pe  # noqa: E402
+from conftest import PYTHON, ROOT  # noqa: E402
+
+EXPORTER = os.path.join(ROOT, "tools", "partd_export.py")
+
+
+def _nodes(graph):
+    return {n["name"]: n for n in graph["nodes"]}
+
+
+@pytest.fixture(scope="module")
+def resnet18_graph():
+    torch.manual_seed(0)
+    return pe.export_graph(torchvision.models.resnet18(), torch.randn(1, 3, 32, 32),
+                           timing=False)
+
+
+@pytest.fixture(scope="module")
+def gpt2_tiny():
+    return models.gpt2_tiny()
+
+
+@pytest.fixture(scope="module")
+def gpt2_graph(gpt2_tiny):
+    return pe.export_graph(gpt2_tiny, torch.zeros(1, 16, dtype=torch.long), timing=False)
+
+
+@pytest.fixture(scope="module")
+def gpt2_module_info(gpt2_tiny):
+    return pe.gather_module_info(gpt2_tiny, torch.zeros(1, 16, dtype=torch.long),
+                                 timing_runs=1)
+
+
+# -- graph ------------------------------------------------------------------
+
+
+def test_every_fx_node_is_exported_in_order(resnet18_graph):
+    gm = pe.trace(torchvision.models.resnet18())
+    assert [n["name"] for n in resnet18_graph["nodes"]] == [n.name for n in gm.graph.nodes]
+    ops = {n["op"] for n in resnet18_graph["nodes"]}
+    assert ops == {"placeholder", "call_module", "call_function", "output"}
+    assert resnet18_graph["name"] == "ResNet"
+
+
+def test_output_bytes_are_tensor_bytes(resnet18_graph):
+    nodes = _nodes(resnet18_graph)
+    assert nodes["x"]["output_bytes"] == 1 * 3 * 32 * 32 * 4
+    assert nodes["conv1"]["output_bytes"] == 1 * 64 * 16 * 16 * 4
+    assert nodes["fc"]["output_bytes"] == 1000 * 4
+    assert nodes["output"]["output_bytes"] == 0
+
+
+def test_inputs_name_the_read_nodes(resnet18_graph):
+    nodes = _nodes(resnet18_graph)
+    assert nodes["conv1"]["inputs"] == ["x"]
+    # the residual add of the first block reads the block's bn2 and its input
+    adds = [n for n in resnet18_graph["nodes"] if n["target"] == "_operator.add"]
+    assert adds and len(adds[0]["inputs"]) == 2
+
+
+def test_module_params_include_buffers_by_default(resnet18_graph):
+    names = [p["name"] for p in _nodes(resnet18_graph)["bn1"]["params"]]
+    assert names == ["bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var",
+                     "bn1.num_batches_tracked"]
+    conv = _nodes(resnet18_graph)["conv1"]["params"]
+    assert conv == [{"name": "conv1.weight", "bytes": 64 * 3 * 7 * 7 * 4}]
+
+
+def test_fx_sizes_leave_out_buffers():
+    g = pe.export_graph(torchvision.models.resnet18(), torch.randn(1, 3, 32, 32),
+                        timing=False, fx_sizes=True)
+    assert [p["name"] for p in _nodes(g)["bn1"]["params"]] == ["bn1.weight", "bn1.bias"]
+
+
+def test_functions_and_methods_carry_no_params(gpt2_graph):
+    for n in gpt2_graph["nodes"]:
+        if n["op"] in ("call_function", "call_method", "placeholder", "output"):
+            assert "params" not in n, n["name"]
+
+
+def test_tuple_outputs_are_summed():
+    class Split(torch.nn.Module):
+        def forward(self, x):
+            a, b = x.split([2, 6], dim=1)
+            return a.sum() + b.sum()
+
+    g = pe.export_graph(Split(), torch.randn(3, 8), timing=False)
+    split = [n for n in g["nodes"] if n["op"] == "call_method" and n["target"] == "split"][0]
+    assert split["output_bytes"] == 3 * 8 * 4
+    getitems = [n for n in g["nodes"] if n["target"] == "_operator.getitem"]
+    assert sorted(n["output_bytes"] for n in getitems) == [3 * 2 * 4, 3 * 6 * 4]
+
+
+def test_tied_weights_are_one_named_parameter(gpt2_graph):
+    nodes = _nodes(gpt2_graph)
+    assert nodes["wte"]["params"] == [{"name": "wte.weight", "bytes": 1000 * 64 * 4}]
+    assert nodes["lm_head"]["params"] == [{"name": "wte.weight", "bytes": 1000 * 64 * 4}]
+
+
+def test_module_called_twice_names_the_same_parameters():
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(torch.relu(self.lin(x)))
+
+    g = pe.export_graph(Twice(), torch.randn(2, 4), timing=False)
+    calls = [n for n in g["nodes"] if n["op"] == "call_module"]
+    assert len(calls) == 2
+    assert calls[0]["params"] == calls[1]["params"] == [
+        {"name": "lin.weight", "bytes": 64}, {"name": "lin.bias", "bytes": 16}]
+
+
+def test_get_attr_holds_its_tensor():
+    class Bias(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.offset = torch.nn.Parameter(torch.zeros(5, 7))
+
+        def forward(self, x):
+            return x + self.offset
+
+    g = pe.export_graph(Bias(), torch.randn(5, 7), timing=False)
+    attr = [n for n in g["nodes"] if n["op"] == "get_attr"][0]
+    assert attr["params"] == [{"name": "offset", "bytes": 140}]
+    assert attr["output_bytes"] == 140
+
+
+def test_nodes_of_inlined_modules_name_their_owner(gpt2_graph):
+    nodes = _nodes(gpt2_graph)
+    assert nodes["h_0_attn_c_attn"]["module"] == "h.0.attn.c_attn"
+    softmax = [n for n in gpt2_graph["nodes"] if n["target"] == "torch.softmax"]
+    assert [n["module"] for n in softmax] == ["h.0.attn", "h.1.attn"]
+    assert "module" not in nodes["idx"]
+
+
+def test_vit_traces_with_tuple_unpacking():
+    from torchvision.models.vision_transformer import VisionTransformer
+    vit = VisionTransformer(image_size=32, patch_size=8, num_layers=1, num_heads=2,
+                            hidden_dim=32, mlp_dim=64, num_classes=10)
+    g = pe.export_graph(vit, torch.randn(1, 3, 32, 32), timing=False)
+    attn = [n for n in g["nodes"] if n["target"].endswith("self_attention")][0]
+    # (attn_output, None): only the tensor counts
+    assert attn["output_bytes"] == 1 * 17 * 32 * 4
+    assert any(n["target"] == "torch._assert" and n["output_bytes"] == 0 for n in g["nodes"])
+
+
+def test_no_timing_is_reproducible(resnet18_graph):
+    again = pe.export_graph(torchvision.models.resnet18(), torch.randn(1, 3, 32, 32),
+                            timing=False)
+    assert pe.dumps(again) == pe.dumps(resnet18_graph)
+    assert all(n["latency_ms"] == 0 for n in resnet18_graph["nodes"])
+
+
+def test_timing_measures_operations():
+    g = pe.export_graph(torchvision.models.resnet18(), torch.randn(1, 3, 32, 32),
+                        timing=True, timing_runs=2)
+    nodes = _nodes(g)
+    assert nodes["conv1"]["latency_ms"] > 0
+    assert nodes["x"]["latency_ms"] == 0 and nodes["output"]["latency_ms"] == 0
+
+
+def test_export_keeps_the_modules_mode():
+    m = torchvision.models.resnet18().eval()
+    pe.export_graph(m, torch.randn(1, 3, 32, 32), timing=False)
+    assert not any(x.training for x in m.modules())
+    m.train()
+    pe.export_graph(m, torch.randn(1, 3, 32, 32), timing=False)
+    assert all(x.training for x in m.modules())
+
+
+def test_export_request_shape():
+    req = pe.export_request(torch.nn.Linear(4, 2), torch.randn(1, 4), "2x1GiB",
+                            {"mode": "size_based"}, timing=False)
+    assert set(req) == {"graph", "devices", "options"}
+    assert req["devices"] == [{"name": "gpu0", "memory_bytes": 2**30},
+                              {"name": "gpu1", "memory_bytes": 2**30}]
+    with pytest.raises(ValueError):
+        pe.export_request(torch.nn.Linear(4, 2), torch.randn(1, 4), [], timing=False)
+
+
+# -- devices and sizes -------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("16GiB", 16 * 2**30), ("80GB", 80 * 10**9), ("1024", 1024), ("1.5KiB", 1536),
+    ("512MiB", 512 * 2**20), ("2g", 2 * 2**30)])
+def test_parse_bytes(text, expected):
+    assert pe.parse_bytes(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "GiB", "-1GiB", "0", "1.5", "3 parsecs", "0.1B"])
+def test_parse_bytes_rejects(text):
+    with pytest.raises(ValueError):
+        pe.parse_bytes(text)
+
+
+def test_parse_devices():
+    assert pe.parse_devices("4x16GiB") == [
+        {"name": f"gpu{i}", "memory_bytes": 16 * 2**30} for i in range(4)]
+    assert pe.parse_devices("a100=80GiB,t4=16GiB@0.25") == [
+        {"name": "a100", "memory_bytes": 80 * 2**30},
+        {"name": "t4", "memory_bytes": 16 * 2**30, "speed": 0.25}]
+    assert pe.parse_devices("2x8GiB,24GiB@2") == [
+        {"name": "gpu0", "memory_bytes": 8 * 2**30},
+        {"name": "gpu1", "memory_bytes": 8 * 2**30},
+        {"name": "gpu2", "memory_bytes": 24 * 2**30, "speed": 2.0}]
+
+
+@pytest.mark.parametrize("spec", ["", "4x", "a=1GiB,a=2GiB", "1GiB@0", "1GiB@fast",
+                                  "0x1GiB", "1GiB,,2GiB"])
+def test_parse_devices_rejects(spec):
+    with pytest.raises(ValueError):
+        pe.parse_devices(spec)
+
+
+# -- module info --------------------------------------------------------------
+
+STAT_KEYS = {"fqn", "param_per_module", "grad_per_module", "grad_total",
+             "act_fw_per_module", "act_bw_per_module", "act_grad_per_module",
+             "act_total", "input_per_module", "output_per_module",
+             "fw_runtime_per_module", "bw_runtime_per_module", "is_leaf",
+             "sac_runtime", "sac_memory", "n_segments", "slopes", "intercepts",
+             "breakpoints", "tradeoff_curve"}
+
+
+def test_module_info_orders(gpt2_module_info):
+    order = gpt2_module_info["mod_order"]
+    fqns = [s["fqn"] for s in gpt2_module_info["mod_stats"]]
+    assert fqns[0] == "GPT2" and "GPT2.h.0.attn" in fqns
+    for key in ("fw_pre_order", "fw_post_order", "bw_pre_order", "bw_post_order"):
+        assert sorted(order[key]) == sorted(fqns), key
+    assert order["fw_pre_order"] == fqns
+    assert order["fw_post_order"][-1] == "GPT2"
+    assert order["bw_pre_order"][0] == "GPT2"
+    # a child finishes its forward before its parent
+    post = order["fw_post_order"]
+    assert post.index("GPT2.h.0.attn.c_attn") < post.index("GPT2.h.0.attn") < post.index("GPT2.h.0")
+
+
+def test_module_info_stats(gpt2_module_info, gpt2_tiny):
+    stats = {s["fqn"]: s for s in gpt2_module_info["mod_stats"]}
+    for s in stats.values():
+        assert STAT_KEYS <= set(s) <= STAT_KEYS | {"sac_stats"}
+        assert len(s["slopes"]) == len(s["intercepts"]) == s["n_segments"]
+        if s["n_segments"]:
+            assert len(s["breakpoints"]) == s["n_segments"] + 1
+        if s["is_leaf"]:
+            assert "sac_stats" not in s and s["n_segments"] == 0
+    root = stats["GPT2"]
+    assert root["param_per_module"] == sum(p.numel() * 4 for p in gpt2_tiny.parameters())
+    assert stats["GPT2.h.0.attn.c_attn"]["is_leaf"] is True
+    assert stats["GPT2.h.0.attn.c_attn"]["param_per_module"] == (64 * 192 + 192) * 4
+    assert stats["GPT2.h.0"]["is_leaf"] is False
+    assert stats["GPT2.h.0"]["sac_memory"] > 0 and stats["GPT2.h.0"]["n_segments"] >= 1
+    # the first block's backward runs after the second's: more grads exist then
+    assert stats["GPT2.h.0"]["grad_total"] > stats["GPT2.h.1"]["grad_total"]
+    assert stats["GPT2.h.0"]["output_per_module"] == 16 * 64 * 4
+
+
+def test_sac_stats_indices_are_in_range(gpt2_module_info):
+    for s in gpt2_module_info["mod_stats"]:
+        ops = s.get("sac_stats")
+        if not ops:
+            continue
+        n = len(ops["func_names"])
+        assert len(ops["runtimes"]) == len(ops["memory"]) == n
+        for key in ("view_like_ops", "rand_ops", "saved_autograd_ops"):
+            assert all(0 <= i < n for i in ops[key]), key
+        assert all(0 <= a < n and 0 <= b < n for a, b in ops["inplace_ops"])
+        assert ops["saved_autograd_ops"], s["fqn"]
+
+
+def test_tradeoff_model_bounds_the_curve_from_above():
+    # convex: slopes 0.1, 0.5, 2, 4
+    xs = [0.0, 0.4, 0.6, 0.8, 0.9]
+    ys = [0.0, 0.04, 0.14, 0.54, 0.94]
+    n, slopes, intercepts, breaks = pe._fit_max_of_lines(list(zip(xs, ys)))
+    assert n == 2 and len(breaks) == 3 and breaks[0] == 0.0 and breaks[-1] == 0.9
+    assert slopes[0] <= slopes[1]
+    for x, y in zip(xs, ys):
+        model = max(s * x + c for s, c in zip(slopes, intercepts))
+        assert model >= y - 1e-12
+    # exact at the end points and at the breakpoint
+    for x in breaks:
+        y = dict(zip(xs, ys))[x]
+        assert max(s * x + c for s, c in zip(slopes, intercepts)) == pytest.approx(y)
+
+
+def test_greedy_order_discards_most_memory_per_ms_first():
+    stats = {"func_names": ["a", "b", "c", "v"], "runtimes": [1.0, 1.0, 4.0, 0.1],
+             "memory": [100, 10, 100, 0], "view_like_ops": [3], "rand_ops": [],
+             "saved_autograd_ops": [], "inplace_ops": [], "force_store_random": False}
+    points = pe._greedy_tradeoff(stats)
+    # start: the view op only; then a (100/ms), c (25/ms), b (10/ms)
+    assert [round(x, 6) for x, _ in points] == [0.0, round(100 / 210, 6),
+                                                round(200 / 210, 6), 1.0]
+    assert points[-1][1] == pytest.approx(1.0)
+
+
+# -- command line --------------------------------------------------------------
+
+
+def _export(*args):
+    return subprocess.run([PYTHON, EXPORTER, *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+def test_cli_writes_a_request(tmp_path):
+    out = tmp_path / "req.json"
+    proc = _export("torchvision.models:resnet18", "--input", "1,3,32,32",
+                   "--devices", "2x1GiB", "--no-timing", "--mode", "pipeline",
+                   "--stages", "2", "--balance-by", "memory", "--schedule", "gpipe",
+                   "--microbatches", "4", "--cut-after", "layer2", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    req = json.loads(out.read_text())
+    assert req["devices"][1] == {"name": "gpu1", "memory_bytes": 2**30}
+    assert req["options"] == {"mode": "pipeline", "pipeline": {
+        "stages": 2, "balance_by": "memory", "cut_after": ["layer2"],
+        "schedule": "gpipe", "microbatches": 4}}
+
+
+def test_cli_file_model_with_module_info(tmp_path):
+    out = tmp_path / "req.json"
+    proc = _export("tests/python/models.py:gpt2", "--kwargs",
+                   '{"vocab": 100, "positions": 8, "width": 16, "layers": 1, "heads": 2}',
+                   "--input", "1,8:int64", "--devices", "1GiB", "--no-timing",
+                   "--module-info", "--sac-budget", "1MiB", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    req = json.loads(out.read_text())
+    assert req["graph"]["modules"]["mod_stats"][0]["fqn"] == "GPT2"
+    assert req["options"] == {"sac": {"memory_budget_bytes": 2**20}}
+
+
+def test_cli_graph_only_to_stdout():
+    proc = _export("torch.nn:Identity", "--input", "2,2", "--graph-only", "--no-timing")
+    assert proc.returncode == 0, proc.stderr
+    graph = json.loads(proc.stdout)
+    assert [n["op"] for n in graph["nodes"]] == ["placeholder", "output"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["torchvision.models:resnet18", "--input", "1,3,32,32"], "--devices"),
+    (["torchvision.models:resnet18", "--input", "1,x", "--devices", "1GiB"], "bad shape"),
+    (["torchvision.models:resnet18", "--input", "1,3:int3", "--devices", "1GiB"], "dtype"),
+    (["torchvision.models", "--input", "1", "--devices", "1GiB"], "MODULE:FACTORY"),
+    (["no.such.module:f", "--input", "1", "--devices", "1GiB"], "No module"),
+    (["torch.nn:Identity", "--input", "1", "--devices", "1GiBs"], "byte size"),
+    (["torch.nn:Identity", "--input", "1", "--devices", "1GiB", "--sac"], "--module-info"),
+    (["torch.nn:Identity", "--input", "1", "--devices", "1GiB", "--kwargs", "[]"], "JSON object"),
+])
+def test_cli_rejects_bad_arguments(args, message):
+    proc = _export(*args)
+    assert proc.returncode == 2
+    assert message in proc.stderr

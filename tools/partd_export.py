@@ -1,0 +1,1049 @@
+#!/usr/bin/env python3
+"""partd_export - turn a PyTorch nn.Module into a partd request.
+
+Traces the module with torch.fx (``symbolic_trace`` semantics), runs shape
+propagation on example inputs and writes the request document of partd's
+contract (api/schemas/request.json):
+
+* ``output_bytes`` of every node: bytes of its output tensor(s), tuples and
+  lists summed, 0 for nodes that return no tensor;
+* ``params`` of ``call_module`` and ``get_attr`` nodes, named by their
+  qualified parameter name in the root module.  A parameter reachable under
+  two names (tied weights, e.g. GPT-2's ``lm_head.weight`` = ``wte.weight``)
+  and a module called at two places both name the same parameter, so partd
+  sees it as shared.  ``call_function``/``call_method`` nodes never carry
+  parameters;
+* ``module``: the fully qualified name of the innermost nn.Module whose
+  forward created the node;
+* ``latency_ms``: the median of several timed runs of each node on the
+  example inputs (CPU), or 0 with ``--no-timing`` (reproducible output);
+* with ``--module-info``: ``graph.modules`` in the shape of PyTorch's
+  ``module_info`` (see ``gather_module_info``).
+
+Sizes: by default ``params`` lists parameters and buffers (what the device
+has to hold).  ``--fx-sizes`` instead reproduces torch.fx's
+``get_size_of_node`` exactly (parameters only, no buffers, counted with the
+element size of the node's output), so that ``partd plan`` in ``size_based``
+mode assigns nodes exactly as PyTorch's ``Partitioner`` does.
+
+Command line::
+
+    partd_export.py torchvision.models:resnet50 --input 1,3,224,224 \\
+        --devices 4x16GiB -o req.json
+
+Python API: ``export_request(module, example_inputs, devices, options)``,
+``export_graph(module, example_inputs)``, ``parse_devices("4x16GiB")``,
+``gather_module_info(module, example_inputs)``.
+
+Errors: bad command-line values exit with status 2 and a message on stderr;
+the Python API raises ``ValueError`` for bad arguments and lets tracing
+errors from torch.fx propagate.
+"""
+
+import argparse
+import dis
+import importlib
+import importlib.util
+import inspect
+import json
+import math
+import operator
+import os
+import re
+import statistics
+import sys
+import time
+
+import torch
+import torch.fx
+from torch.fx.node import _get_qualified_name
+from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
+
+__all__ = [
+    "export_request",
+    "export_graph",
+    "export_traced",
+    "gather_module_info",
+    "parse_bytes",
+    "parse_devices",
+    "trace",
+]
+
+# ---------------------------------------------------------------------------
+# Tracing
+# ---------------------------------------------------------------------------
+
+
+class _ModuleTracer(torch.fx.Tracer):
+    """symbolic_trace's tracer, plus two things partd needs.
+
+    * Every node records the fqn of the innermost module whose forward was
+      running when it was created (``node.meta["partd_module"]``), so nodes
+      of inlined (non-leaf) modules keep their owner.
+    * Tuple unpacking of a proxy (``n, c, h, w = x.shape``) works on every
+      Python version: torch 1.13 locates the UNPACK_SEQUENCE instruction with
+      a formula that no longer holds for Python 3.11 bytecode (inline
+      caches), so its proxies find it by byte offset (_UnpackingProxy).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._module_stack = []
+
+    def call_module(self, m, forward, args, kwargs):
+        path = self.path_of_module(m)
+        self._module_stack.append(path)
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self._module_stack.pop()
+
+    def create_node(self, *args, **kwargs):
+        node = super().create_node(*args, **kwargs)
+        node.meta["partd_module"] = self._module_stack[-1] if self._module_stack else ""
+        return node
+
+    def proxy(self, node):
+        return _UnpackingProxy(node, self)
+
+    def iter(self, obj):
+        # Reached from torch's own Proxy.__iter__ (e.g. for `x.shape`, an
+        # Attribute proxy) when its instruction lookup missed:
+        # iter <- Proxy.__iter__ <- the unpacking code.
+        frame = inspect.currentframe()
+        caller = frame.f_back.f_back if frame is not None and frame.f_back else None
+        gen = _unpack(obj, caller)
+        return gen if gen is not None else super().iter(obj)
+
+
+def _unpack(proxy, frame):
+    """Items of `proxy` when `frame` is executing UNPACK_SEQUENCE, else None."""
+    if frame is None:
+        return None
+    for inst in dis.get_instructions(frame.f_code):
+        if inst.offset == frame.f_lasti:
+            if inst.opname == "UNPACK_SEQUENCE":
+                return (proxy[i] for i in range(inst.argval))
+            return None
+    return None
+
+
+class _UnpackingProxy(torch.fx.Proxy):
+    """A Proxy whose tuple unpacking finds UNPACK_SEQUENCE by byte offset.
+
+    torch 1.13 indexes the instruction list with f_lasti // 2, which is wrong
+    for Python 3.11 bytecode (inline caches), so `x, _ = attn(...)` or
+    `n, c, h, w = x.shape` would fail to trace."""
+
+    def __iter__(self):
+        frame = inspect.currentframe()
+        gen = _unpack(self, frame.f_back if frame is not None else None)
+        return gen if gen is not None else self.tracer.iter(self)
+
+
+def trace(module):
+    """symbolic_trace with module ownership recorded; returns a GraphModule."""
+    tracer = _ModuleTracer()
+    graph = tracer.trace(module)
+    name = module.__class__.__name__
+    return torch.fx.GraphModule(tracer.root, graph, name)
+
+
+# ---------------------------------------------------------------------------
+# Sizes
+# ---------------------------------------------------------------------------
+
+
+def _element_size(dtype):
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def _tensor_bytes(t):
+    return t.numel() * t.element_size()
+
+
+def _meta_bytes(meta):
+    """Bytes of every TensorMetadata in a (nested) ShapeProp tensor_meta."""
+    if isinstance(meta, TensorMetadata):
+        return meta.shape.numel() * _element_size(meta.dtype)
+    if isinstance(meta, (list, tuple)):
+        return sum(_meta_bytes(m) for m in meta)
+    if isinstance(meta, dict):
+        return sum(_meta_bytes(m) for m in meta.values())
+    return 0
+
+
+def _first_meta(meta):
+    if isinstance(meta, TensorMetadata):
+        return meta
+    if isinstance(meta, (list, tuple)):
+        for m in meta:
+            found = _first_meta(m)
+            if found is not None:
+                return found
+    if isinstance(meta, dict):
+        return _first_meta(list(meta.values()))
+    return None
+
+
+def _canonical_names(root):
+    """id(tensor) -> the first qualified name under which root holds it.
+
+    named_parameters()/named_buffers() drop duplicates, so a tensor reachable
+    under several names (tied weights) gets one canonical name."""
+    names = {}
+    for name, p in root.named_parameters():
+        names.setdefault(id(p), name)
+    for name, b in root.named_buffers():
+        names.setdefault(id(b), name)
+    return names
+
+
+def _fetch_attr(root, target):
+    obj = root
+    for atom in target.split("."):
+        obj = getattr(obj, atom)
+    return obj
+
+
+def _node_params(gm, node, canonical, fx_sizes):
+    """[{name, bytes}] for call_module and get_attr nodes, else []."""
+    if node.op == "call_module":
+        sub = gm.get_submodule(node.target)
+        tensors = list(sub.named_parameters(prefix=node.target))
+        if fx_sizes:
+            # FX: (sum of parameter elements) * element size of the output.
+            meta = _first_meta(node.meta.get("tensor_meta"))
+            elem = _element_size(meta.dtype) if meta is not None else 4
+            return [{"name": canonical.get(id(p), n), "bytes": p.numel() * elem}
+                    for n, p in tensors]
+        tensors += list(sub.named_buffers(prefix=node.target))
+        return [{"name": canonical.get(id(t), n), "bytes": _tensor_bytes(t)}
+                for n, t in tensors]
+    if node.op == "get_attr":
+        value = _fetch_attr(gm, node.target)
+        if isinstance(value, torch.Tensor):
+            return [{"name": canonical.get(id(value), node.target),
+                     "bytes": _tensor_bytes(value)}]
+    return []
+
+
+def _target_name(node):
+    if node.op == "call_function":
+        try:
+            return _get_qualified_name(node.target)
+        except Exception:  # builtins without a module path
+            return getattr(node.target, "__name__", str(node.target))
+    return str(node.target)
+
+
+# ---------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------
+
+
+class _Recorder(ShapeProp):
+    """ShapeProp that keeps every value so nodes can be re-run for timing."""
+
+    def __init__(self, gm):
+        super().__init__(gm, garbage_collect_values=False)
+
+    def time_node(self, node, runs):
+        """Median wall-clock ms of running `node` on the recorded inputs."""
+        if node.op in ("placeholder", "output"):
+            return 0.0
+        args = self.map_nodes_to_values(node.args, node)
+        kwargs = self.map_nodes_to_values(node.kwargs, node)
+        fn = getattr(self, node.op)
+        fn(node.target, args, kwargs)  # warm-up
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            fn(node.target, args, kwargs)
+            samples.append((time.perf_counter() - start) * 1e3)
+        return statistics.median(samples)
+
+
+def _round_ms(ms):
+    # Six significant digits keep requests readable without losing anything
+    # a CPU timer can resolve.
+    return float(f"{ms:.6g}")
+
+
+# ---------------------------------------------------------------------------
+# Graph export
+# ---------------------------------------------------------------------------
+
+
+def _save_modes(module):
+    return [(m, m.training) for m in module.modules()]
+
+
+def _restore_modes(modes):
+    for m, training in modes:
+        m.training = training
+
+
+def _to_inputs(example_inputs):
+    if isinstance(example_inputs, torch.Tensor):
+        return (example_inputs,)
+    return tuple(example_inputs)
+
+
+def export_graph(module, example_inputs, *, name=None, timing=True, timing_runs=5,
+                 fx_sizes=False, module_info=False, shapes=True):
+    """The `graph` object of a request for `module` on `example_inputs`.
+
+    module_info=True adds `modules` (gather_module_info). The module is run in
+    eval mode for shapes and timing and restored to its previous mode."""
+    gm = trace(module)
+    graph = export_traced(gm, example_inputs, name=name or module.__class__.__name__,
+                          timing=timing, timing_runs=timing_runs, fx_sizes=fx_sizes,
+                          shapes=shapes)
+    if module_info:
+        graph["modules"] = gather_module_info(module, example_inputs, gm=gm)
+    return graph
+
+
+def export_traced(gm, example_inputs, *, name=None, timing=True, timing_runs=5,
+                  fx_sizes=False, shapes=True):
+    """export_graph() for an already traced GraphModule (e.g. one also given
+    to torch.fx's Partitioner). Shape propagation leaves `tensor_meta` in the
+    nodes' meta, as torch.fx's ShapeProp does."""
+    inputs = _to_inputs(example_inputs)
+    modes = _save_modes(gm)
+    gm.eval()
+    try:
+        with torch.no_grad():
+            recorder = _Recorder(gm)
+            recorder.propagate(*inputs)
+            latencies = {}
+            if timing:
+                for node in gm.graph.nodes:
+                    latencies[node] = _round_ms(recorder.time_node(node, timing_runs))
+            recorder.env.clear()
+    finally:
+        _restore_modes(modes)
+    canonical = _canonical_names(gm)
+    nodes = [_node_json(gm, n, canonical, fx_sizes, latencies.get(n, 0.0), shapes)
+             for n in gm.graph.nodes]
+    return {"name": name or gm.__class__.__name__, "nodes": nodes}
+
+
+def _node_json(gm, node, canonical, fx_sizes, latency_ms, shapes):
+    meta = node.meta.get("tensor_meta")
+    out = {"name": node.name, "op": node.op, "target": _target_name(node)}
+    out["inputs"] = [n.name for n in node.all_input_nodes]
+    out["output_bytes"] = 0 if node.op == "output" else _meta_bytes(meta)
+    params = _node_params(gm, node, canonical, fx_sizes)
+    if params:
+        out["params"] = params
+    out["latency_ms"] = latency_ms
+    owner = node.target if node.op == "call_module" else node.meta.get("partd_module", "")
+    if owner:
+        out["module"] = owner
+    first = _first_meta(meta)
+    if shapes and first is not None and node.op != "output":
+        out["meta"] = {"shape": list(first.shape), "dtype": str(first.dtype).replace("torch.", "")}
+    return out
+
+
+def export_request(module, example_inputs, devices, options=None, **graph_kwargs):
+    """A complete request: {graph, devices, options}.
+
+    devices: a list of device objects ({"name", "memory_bytes", ...}) or a
+    spec string for parse_devices(). options: the request's `options` object
+    (None: omitted, partd's defaults apply). Keyword arguments go to
+    export_graph()."""
+    if isinstance(devices, str):
+        devices = parse_devices(devices)
+    if not devices:
+        raise ValueError("at least one device is required")
+    request = {"graph": export_graph(module, example_inputs, **graph_kwargs),
+               "devices": list(devices)}
+    if options:
+        request["options"] = options
+    return request
+
+
+# ---------------------------------------------------------------------------
+# Module info (PyTorch's SAC module_info)
+# ---------------------------------------------------------------------------
+
+# Ops whose output aliases their input: never worth storing (recomputing them
+# is free), as PyTorch's SACEstimator treats view-like ops.
+_VIEW_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "expand",
+                 "squeeze", "unsqueeze", "contiguous", "chunk", "split",
+                 "narrow", "t", "unflatten", "size", "dim", "view_as", "expand_as"}
+_VIEW_FUNCTIONS = {operator.getitem, torch.flatten, torch.reshape, torch.permute,
+                   torch.transpose, torch.squeeze, torch.unsqueeze, torch.chunk,
+                   torch.split, torch.narrow, torch.t, getattr}
+_INPLACE_FUNCTIONS = {operator.iadd, operator.isub, operator.imul, operator.itruediv}
+_RANDOM_FUNCTIONS = {torch.nn.functional.dropout, torch.rand, torch.randn,
+                     torch.randint, torch.bernoulli, torch.dropout}
+
+
+def _op_kind(gm, node):
+    """(view_like, inplace, random) for one FX operation node."""
+    if node.op == "call_method":
+        name = node.target
+        return (name in _VIEW_METHODS,
+                name.endswith("_") and not name.startswith("_"),
+                name in ("dropout", "bernoulli", "bernoulli_", "uniform_", "normal_"))
+    if node.op == "call_function":
+        inplace = node.target in _INPLACE_FUNCTIONS or bool(node.kwargs.get("inplace", False))
+        return (node.target in _VIEW_FUNCTIONS, inplace,
+                node.target in _RANDOM_FUNCTIONS)
+    if node.op == "call_module":
+        sub = gm.get_submodule(node.target)
+        random = isinstance(sub, (torch.nn.Dropout, torch.nn.Dropout2d,
+                                  torch.nn.Dropout3d, torch.nn.AlphaDropout))
+        return (isinstance(sub, (torch.nn.Flatten, torch.nn.Identity)),
+                bool(getattr(sub, "inplace", False)), random)
+    return (False, False, False)
+
+
+def _module_stack_of(node_module):
+    """'a.b.c' -> ['', 'a', 'a.b', 'a.b.c'] (every enclosing module)."""
+    if not node_module:
+        return [""]
+    parts = node_module.split(".")
+    return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+class _Gatherer:
+    """Forward hooks + saved-tensor hooks over one training step.
+
+    Per module (fqn relative to the root, "" for the root):
+    fw/bw order, forward time, backward time, input/output bytes, bytes of
+    activations saved for backward during its forward (excluding its inputs
+    and parameters), activation bytes alive when its forward returns, and
+    gradient bytes already accumulated when its backward starts."""
+
+    def __init__(self, root):
+        self.root = root
+        self.fqn = {m: n for n, m in root.named_modules()}
+        self.param_ptrs = {p.data_ptr() for p in root.parameters()}
+        self.param_ptrs |= {b.data_ptr() for b in root.buffers()}
+        self.stack = []
+        self.fw_pre, self.fw_post = [], []
+        self.fw_start, self.fw_ms = {}, {}
+        self.in_bytes, self.out_bytes = {}, {}
+        self.in_ptrs = {}
+        self.saved = {}            # storage ptr -> bytes, all saved activations
+        self.saved_by = {}         # fqn -> {ptr: bytes} saved inside its forward
+        self.act_total = {}
+        self.bw_start, self.bw_end = {}, {}
+        self.grad_ready = {}       # param ptr -> bytes, grads accumulated so far
+        self.grad_total = {}
+        self.handles = []
+
+    # -- hooks -------------------------------------------------------------
+    def _pre(self, mod, inputs):
+        fqn = self.fqn[mod]
+        if fqn not in self.fw_start:
+            self.fw_pre.append(fqn)
+        self.stack.append(fqn)
+        tensors = _flat_tensors(inputs)
+        self.in_ptrs[fqn] = {t.data_ptr() for t in tensors}
+        self.in_bytes.setdefault(fqn, _distinct_bytes(tensors))
+        self.saved_by.setdefault(fqn, {})
+        self.fw_start[fqn] = time.perf_counter()
+        for t in tensors:
+            if t.requires_grad:
+                t.register_hook(self._bw_end_hook(fqn))
+
+    def _post(self, mod, inputs, output):
+        fqn = self.fqn[mod]
+        elapsed = (time.perf_counter() - self.fw_start[fqn]) * 1e3
+        self.fw_ms[fqn] = self.fw_ms.get(fqn, 0.0) + elapsed
+        if fqn not in self.fw_post:
+            self.fw_post.append(fqn)
+        self.stack.pop()
+        tensors = _flat_tensors(output)
+        self.out_bytes.setdefault(fqn, _distinct_bytes(tensors))
+        live = dict(self.saved)
+        for t in tensors:
+            live[t.data_ptr()] = _tensor_bytes(t)
+        self.act_total[fqn] = sum(live.values())
+        for t in tensors:
+            if t.requires_grad:
+                t.register_hook(self._bw_start_hook(fqn))
+
+    def _pack(self, t):
+        ptr = t.data_ptr()
+        if ptr not in self.param_ptrs and ptr != 0:
+            size = t.untyped_storage().nbytes() if hasattr(t, "untyped_storage") \
+                else t.storage().nbytes()
+            self.saved[ptr] = size
+            for fqn in self.stack:
+                if ptr not in self.in_ptrs.get(fqn, ()):
+                    self.saved_by[fqn][ptr] = size
+        return t
+
+    def _bw_start_hook(self, fqn):
+        def hook(grad):
+            if fqn not in self.bw_start:
+                self.bw_start[fqn] = time.perf_counter()
+                self.grad_total[fqn] = sum(self.grad_ready.values())
+        return hook
+
+    def _bw_end_hook(self, fqn):
+        def hook(grad):
+            self.bw_end[fqn] = time.perf_counter()
+        return hook
+
+    def _param_hook(self, p):
+        def hook(grad):
+            self.grad_ready[p.data_ptr()] = _tensor_bytes(p)
+        return hook
+
+    # -- one training step ---------------------------------------------------
+    def run(self, inputs):
+        for mod in self.fqn:
+            self.handles.append(mod.register_forward_pre_hook(self._pre))
+            self.handles.append(mod.register_forward_hook(self._post))
+        for p in self.root.parameters():
+            if p.requires_grad:
+                self.handles.append(p.register_hook(self._param_hook(p)))
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t):
+                out = self.root(*inputs)
+            loss = _scalar_loss(out)
+            start = time.perf_counter()
+            self.bw_root_start = start
+            if loss is not None and loss.requires_grad:
+                loss.backward()
+            self.bw_root_end = time.perf_counter()
+        finally:
+            for h in self.handles:
+                h.remove()
+            self.handles = []
+            self.root.zero_grad(set_to_none=True)
+
+
+def _flat_tensors(obj):
+    out = []
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            out.extend(_flat_tensors(o))
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            out.extend(_flat_tensors(o))
+    return out
+
+
+def _distinct_bytes(tensors):
+    return sum({t.data_ptr(): _tensor_bytes(t) for t in tensors}.values())
+
+
+def _scalar_loss(out):
+    tensors = [t for t in _flat_tensors(out) if t.is_floating_point()]
+    if not tensors:
+        return None
+    return sum(t.float().sum() for t in tensors)
+
+
+def _module_ops(gm, fqn, latencies, saved_nodes):
+    """SACStats-shaped op list of module `fqn` from its FX operation nodes.
+
+    The ops of a module are the operation nodes its forward created (also
+    those of its children, as in PyTorch where a module's ops include its
+    submodules'); runtime = measured node latency, memory = output bytes."""
+    ops = [n for n in gm.graph.nodes
+           if n.op in ("call_module", "call_function", "call_method")
+           and fqn in _module_stack_of(_owner(n))]
+    index = {n: i for i, n in enumerate(ops)}
+    stats = {"func_names": [], "runtimes": [], "memory": [], "view_like_ops": [],
+             "rand_ops": [], "saved_autograd_ops": [], "inplace_ops": [],
+             "force_store_random": False}
+    for i, n in enumerate(ops):
+        view, inplace, rand = _op_kind(gm, n)
+        stats["func_names"].append(_target_name(n).split(".")[-1])
+        stats["runtimes"].append(latencies.get(n, 0.0))
+        stats["memory"].append(0 if view else _meta_bytes(n.meta.get("tensor_meta")))
+        if view:
+            stats["view_like_ops"].append(i)
+        if rand:
+            stats["rand_ops"].append(i)
+        if n in saved_nodes:
+            stats["saved_autograd_ops"].append(i)
+        if inplace:
+            parents = [index[a] for a in n.all_input_nodes if a in index]
+            stats["inplace_ops"].append([i, parents[0] if parents else i])
+    if ops:
+        # As PyTorch: the block's last real op is its output and is always
+        # kept, so it frees nothing when discarded.
+        skip = set(stats["view_like_ops"]) | {p[0] for p in stats["inplace_ops"]}
+        last = len(ops) - 1
+        while last > 0 and last in skip:
+            last -= 1
+        stats["memory"][last] = 0
+    return stats
+
+
+def _owner(node):
+    if node.op == "call_module":
+        return node.target
+    return node.meta.get("partd_module", "")
+
+
+def _greedy_tradeoff(stats):
+    """PyTorch SACEstimator's greedy recompute order -> trade-off points.
+
+    Returns [(discarded memory fraction, recompute time fraction)], starting
+    with what is recomputed anyway (view-like ops), then adding candidates in
+    decreasing memory-per-millisecond order, then the always-stored ops."""
+    memory, runtimes = stats["memory"], stats["runtimes"]
+    total_mem, total_rt = sum(memory), sum(runtimes)
+    if total_mem <= 0 or total_rt <= 0:
+        return []
+    inplace_parent = {op: parent for op, parent in stats["inplace_ops"]}
+    groups = {}
+    for op, head in inplace_parent.items():
+        groups.setdefault(head, {head}).add(op)
+    rand = set(stats["rand_ops"])
+    stored = set()
+    if rand and stats["force_store_random"]:
+        stored.add(min(rand))
+    for head in groups:
+        if head in inplace_parent and inplace_parent[head] != head:
+            stored.add(head)
+        if head in inplace_parent and inplace_parent[head] == head:
+            stored.add(head)
+    recomputed = set(stats["view_like_ops"])
+    candidates = set(range(len(memory))) - recomputed - stored - set(inplace_parent) - rand
+    candidates |= set(groups) - stored
+    if rand and min(rand) not in stored:
+        candidates.add(min(rand))
+
+    def members(i):
+        s = {i} | groups.get(i, set())
+        if rand and i == min(rand):
+            s |= rand
+        return s
+
+    entries = []
+    for c in sorted(candidates):
+        s = members(c)
+        mem = sum(memory[j] for j in s)
+        rt = sum(runtimes[j] for j in s)
+        entries.append((mem / rt if rt > 0 else float("inf"), c, mem, rt))
+    entries.sort(key=lambda e: (-e[0], e[1]))
+    done = set()
+    for r in recomputed:
+        done |= members(r)
+    discarded = sum(memory[j] for j in done)
+    recomp = sum(runtimes[j] for j in done)
+    points = [(discarded / total_mem, recomp / total_rt)]
+    for _, _, mem, rt in entries:
+        discarded += mem
+        recomp += rt
+        points.append((discarded / total_mem, recomp / total_rt))
+    return points
+
+
+def _fit_max_of_lines(points, n_segments=2):
+    """Piecewise-linear upper model of a convex trade-off curve.
+
+    The greedy order discards the most memory per millisecond first, so the
+    curve recompute(discarded) has non-decreasing slopes: it is convex and
+    equal to the maximum of its segments' lines.  sac_milp models it as
+    rcp >= slope_s * r + intercept_s for every segment s, i.e. exactly such a
+    maximum.  We keep at most `n_segments` lines: the breakpoint (one of the
+    curve's own points) that minimises the squared error of a continuous
+    two-piece fit through the end points; each piece is the chord of the
+    curve over its range, which lies above the convex curve, so the model
+    never underestimates recomputation time.
+
+    Returns (n_segments, slopes, intercepts, breakpoints)."""
+    pts = sorted(set(points))
+    if len(pts) < 2:
+        return 0, [], [], []
+
+    def chord(a, b):
+        (x0, y0), (x1, y1) = a, b
+        if x1 == x0:
+            return 0.0, y1
+        s = (y1 - y0) / (x1 - x0)
+        return s, y0 - s * x0
+
+    def sq_error(lines, lo, hi):
+        err = 0.0
+        for x, y in pts[lo:hi + 1]:
+            s, c = lines
+            err += (s * x + c - y) ** 2
+        return err
+
+    first, last = 0, len(pts) - 1
+    if n_segments < 2 or len(pts) < 3:
+        s, c = chord(pts[first], pts[last])
+        return 1, [s], [c], [pts[first][0], pts[last][0]]
+    best = None
+    for k in range(1, last):
+        a, b = chord(pts[first], pts[k]), chord(pts[k], pts[last])
+        err = sq_error(a, first, k) + sq_error(b, k, last)
+        if best is None or err < best[0] - 1e-15:
+            best = (err, k, a, b)
+    _, k, a, b = best
+    return 2, [a[0], b[0]], [a[1], b[1]], [pts[first][0], pts[k][0], pts[last][0]]
+
+
+def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
+    """PyTorch's SAC `module_info` for `module` on `example_inputs`.
+
+    One training-mode forward and backward on CPU with forward pre/post hooks
+    on every module, saved-tensor hooks (which activations autograd keeps)
+    and gradient hooks.  Module names follow PyTorch's ModTracker: the root
+    is its class name and every other module is `Root.child.grandchild`.
+
+    Per module: param/grad bytes (parameters it owns, recursively), forward
+    time (hooks, median of `timing_runs` steps), backward time (from the
+    arrival of its output's gradient to that of its input's), activation
+    bytes saved for backward inside it (act_fw), activations alive after its
+    forward (act_total), gradients already accumulated when its backward
+    starts (grad_total), input/output bytes.  Non-leaf modules also get
+    `sac_stats` built from their FX operation nodes and the recompute-vs-
+    discard trade-off (see _greedy_tradeoff and _fit_max_of_lines)."""
+    inputs = _to_inputs(example_inputs)
+    gm = gm if gm is not None else trace(module)
+    modes = _save_modes(module) + _save_modes(gm)
+    module.train()
+    gm.train()
+    try:
+        runs = [_Gatherer(module) for _ in range(max(1, timing_runs))]
+        for g in runs:
+            g.run(inputs)
+        latencies, saved_nodes = _fx_training_pass(gm, inputs)
+    finally:
+        _restore_modes(modes)
+    g = runs[0]
+    root_name = module.__class__.__name__
+
+    def full(fqn):
+        return root_name if fqn == "" else f"{root_name}.{fqn}"
+
+    def median_of(attr, fqn):
+        return statistics.median(getattr(r, attr).get(fqn, 0.0) for r in runs)
+
+    def bw_ms(r, fqn):
+        start = r.bw_start.get(fqn, r.bw_root_start if fqn == "" else None)
+        end = r.bw_end.get(fqn, r.bw_root_end)
+        if fqn == "":
+            start, end = r.bw_root_start, r.bw_root_end
+        return max(0.0, (end - start) * 1e3) if start is not None else 0.0
+
+    modules = dict(module.named_modules())
+    stats = []
+    for fqn in g.fw_pre:
+        mod = modules[fqn]
+        param_bytes = sum(_tensor_bytes(p) for p in mod.parameters())
+        is_leaf = next(mod.children(), None) is None
+        entry = {
+            "fqn": full(fqn),
+            "param_per_module": param_bytes,
+            "grad_per_module": param_bytes,
+            "grad_total": g.grad_total.get(fqn, 0),
+            "act_fw_per_module": max(0, sum(g.saved_by.get(fqn, {}).values())),
+            "act_bw_per_module": sum(g.saved_by.get(fqn, {}).values()) + g.out_bytes.get(fqn, 0),
+            "act_grad_per_module": g.out_bytes.get(fqn, 0),
+            "act_total": g.act_total.get(fqn, 0),
+            "input_per_module": g.in_bytes.get(fqn, 0),
+            "output_per_module": g.out_bytes.get(fqn, 0),
+            "fw_runtime_per_module": _round_ms(median_of("fw_ms", fqn)),
+            "bw_runtime_per_module": _round_ms(statistics.median(bw_ms(r, fqn) for r in runs)),
+            "is_leaf": is_leaf,
+            "sac_runtime": 0.0, "sac_memory": 0, "n_segments": 0,
+            "slopes": [], "intercepts": [], "breakpoints": [], "tradeoff_curve": {},
+        }
+        if not is_leaf:
+            ops = _module_ops(gm, fqn, latencies, saved_nodes)
+            if ops["func_names"]:
+                _add_tradeoff(entry, ops)
+        stats.append(entry)
+    order = [full(f) for f in g.fw_pre]
+    post = [full(f) for f in g.fw_post]
+    return {"mod_order": {"fw_pre_order": order, "fw_post_order": post,
+                          "bw_pre_order": list(reversed(post)),
+                          "bw_post_order": list(reversed(order))},
+            "mod_stats": stats}
+
+
+def _add_tradeoff(entry, ops):
+    entry["sac_runtime"] = _round_ms(sum(ops["runtimes"]))
+    entry["sac_memory"] = int(sum(ops["memory"]))
+    entry["sac_stats"] = ops
+    points = _greedy_tradeoff(ops)
+    if not points:
+        return
+    delta = 1e-2  # as PyTorch: keys are shifted right by 1 %
+    curve = {}
+    for x, y in points:
+        curve[f"{x + delta:.6g}"] = float(f"{y:.6g}")
+    entry["tradeoff_curve"] = curve
+    # PyTorch pairs each discard level with the next level's recompute time
+    # (an upper bound of the step function) before fitting.
+    xs = [x + delta for x, _ in points]
+    ys = [y for _, y in points]
+    shifted = list(zip(xs[:-1], ys[1:])) if len(points) > 1 else list(zip(xs, ys))
+    n, slopes, intercepts, breaks = _fit_max_of_lines(shifted)
+    entry["n_segments"] = n
+    entry["slopes"] = [float(f"{s:.6g}") for s in slopes]
+    entry["intercepts"] = [float(f"{c:.6g}") for c in intercepts]
+    entry["breakpoints"] = [float(f"{b:.6g}") for b in breaks]
+
+
+def _fx_training_pass(gm, inputs):
+    """Times each FX node in training mode and finds the nodes whose output
+    autograd saves for backward (saved-tensor hooks)."""
+    saved_ptrs = set()
+    param_ptrs = {p.data_ptr() for p in gm.parameters()}
+
+    def pack(t):
+        if t.data_ptr() not in param_ptrs:
+            saved_ptrs.add(t.data_ptr())
+        return t
+
+    rec = _Recorder(gm)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        rec.propagate(*inputs)
+    latencies, saved_nodes = {}, set()
+    for node in gm.graph.nodes:
+        value = rec.env.get(node)
+        if any(t.data_ptr() in saved_ptrs for t in _flat_tensors(value)):
+            saved_nodes.add(node)
+    with torch.no_grad():
+        for node in gm.graph.nodes:
+            latencies[node] = _round_ms(rec.time_node(node, 3))
+    rec.env.clear()
+    return latencies, saved_nodes
+
+
+# ---------------------------------------------------------------------------
+# Devices and sizes
+# ---------------------------------------------------------------------------
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
+          "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_bytes(text):
+    """'16GiB' -> 17179869184; '80GB' -> 80000000000; '1024' -> 1024."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"not a byte size: {text!r} (examples: 16GiB, 80GB, 1048576)")
+    value = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value <= 0 or value != math.floor(value):
+        raise ValueError(f"byte size must be a positive whole number of bytes: {text!r}")
+    return int(value)
+
+
+def parse_devices(spec, prefix="gpu"):
+    """Device inventory from a spec: comma-separated items, each one of
+    `SIZE`, `COUNTxSIZE`, `NAME=SIZE`, optionally followed by `@SPEED`.
+
+    '4x16GiB' -> gpu0..gpu3 with 16 GiB; 'a100=80GiB,t4=16GiB@0.25' -> two
+    named devices, the second 4x slower."""
+    devices = []
+    for item in str(spec).split(","):
+        item = item.strip()
+        if not item:
+            raise ValueError(f"empty device in {spec!r}")
+        speed = None
+        if "@" in item:
+            item, speed_text = item.split("@", 1)
+            try:
+                speed = float(speed_text)
+            except ValueError:
+                raise ValueError(f"bad speed {speed_text!r} in {spec!r}") from None
+            if not speed > 0:
+                raise ValueError(f"speed must be > 0 in {spec!r}")
+        name, count = None, 1
+        if "=" in item:
+            name, item = item.split("=", 1)
+        else:
+            m = re.fullmatch(r"([0-9]+)[xX](.+)", item)
+            if m:
+                count, item = int(m.group(1)), m.group(2)
+                if count < 1:
+                    raise ValueError(f"device count must be >= 1 in {spec!r}")
+        size = parse_bytes(item)
+        for _ in range(count):
+            dev = {"name": name or f"{prefix}{len(devices)}", "memory_bytes": size}
+            if speed is not None:
+                dev["speed"] = speed
+            devices.append(dev)
+    names = [d["name"] for d in devices]
+    if len(set(names)) != len(names):
+        raise ValueError(f"device names must be unique: {names}")
+    return devices
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+_DTYPES = {"float32": torch.float32, "float": torch.float32, "float16": torch.float16,
+           "bfloat16": torch.bfloat16, "float64": torch.float64,
+           "int64": torch.int64, "long": torch.int64, "int32": torch.int32}
+
+
+def parse_input(spec):
+    """'1,3,224,224' -> a random float32 tensor; '1,128:int64' -> zeros."""
+    shape_text, _, dtype_text = spec.partition(":")
+    dtype = _DTYPES.get(dtype_text or "float32")
+    if dtype is None:
+        raise ValueError(f"unknown dtype {dtype_text!r} (one of {', '.join(_DTYPES)})")
+    try:
+        shape = [int(d) for d in shape_text.split(",")]
+    except ValueError:
+        raise ValueError(f"bad shape {shape_text!r}: comma-separated integers") from None
+    if any(d < 1 for d in shape):
+        raise ValueError(f"shape dimensions must be >= 1: {shape_text!r}")
+    if dtype.is_floating_point:
+        return torch.randn(*shape, generator=torch.Generator().manual_seed(0)).to(dtype)
+    return torch.zeros(*shape, dtype=dtype)
+
+
+def load_model(spec, kwargs=None):
+    """'package.module:factory' or 'path/to/file.py:factory' -> nn.Module.
+
+    The factory is called with `kwargs` (torchvision models default to
+    weights=None: random initialisation, nothing downloaded)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not attr:
+        raise ValueError(f"model must be MODULE:FACTORY, got {spec!r}")
+    if module_name.endswith(".py") or os.sep in module_name:
+        path = os.path.abspath(module_name)
+        mod_spec = importlib.util.spec_from_file_location(
+            os.path.splitext(os.path.basename(path))[0], path)
+        if mod_spec is None:
+            raise ValueError(f"cannot load {module_name}")
+        mod = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(mod)
+    else:
+        mod = importlib.import_module(module_name)
+    factory = mod
+    for atom in attr.split("."):
+        factory = getattr(factory, atom)
+    model = factory(**(kwargs or {}))
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"{spec} did not return an nn.Module")
+    return model
+
+
+def _options_from_args(args):
+    options = {}
+    if args.mode:
+        options["mode"] = args.mode
+    if args.transfer_rate is not None:
+        options["transfer_bytes_per_sec"] = args.transfer_rate
+    pipeline = {}
+    if args.stages is not None:
+        pipeline["stages"] = args.stages
+    if args.balance_by:
+        pipeline["balance_by"] = args.balance_by
+    if args.cut_after:
+        pipeline["cut_after"] = args.cut_after
+    if args.schedule:
+        pipeline["schedule"] = args.schedule
+    if args.microbatches is not None:
+        pipeline["microbatches"] = args.microbatches
+    if args.param_factor is not None:
+        pipeline["param_factor"] = args.param_factor
+    if pipeline:
+        options["pipeline"] = pipeline
+    sac = {}
+    if args.sac_budget:
+        sac["memory_budget_bytes"] = parse_bytes(args.sac_budget)
+    if args.sac_op_level:
+        sac["op_level"] = True
+    if args.sac or sac:
+        options["sac"] = sac
+    return options
+
+
+def dumps(doc):
+    """JSON text of a request or graph: indented, one node per line."""
+    graph = doc.get("graph", doc)
+    nodes = graph.get("nodes")
+    if not isinstance(nodes, list):
+        return json.dumps(doc, indent=1) + "\n"
+    marker = "\u0000partd-nodes\u0000"
+    graph["nodes"] = marker
+    try:
+        text = json.dumps(doc, indent=1)
+    finally:
+        graph["nodes"] = nodes
+    lines = ",\n".join("   " + json.dumps(n, separators=(",", ":")) for n in nodes)
+    return text.replace(json.dumps(marker), "[\n" + lines + "\n  ]") + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog="partd_export.py",
+        description="Export a PyTorch model as a partd request (torch.fx).")
+    p.add_argument("model", help="MODULE:FACTORY or FILE.py:FACTORY, e.g. torchvision.models:resnet50")
+    p.add_argument("--kwargs", default="{}", help="JSON object of factory arguments")
+    p.add_argument("--input", action="append", required=True,
+                   help="example input shape, e.g. 1,3,224,224 or 1,128:int64 (repeat for several)")
+    p.add_argument("--devices", help="device inventory, e.g. 4x16GiB or a100=80GiB,t4=16GiB@0.25")
+    p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    p.add_argument("--graph-only", action="store_true", help="write only the graph object")
+    p.add_argument("--name", help="graph name (default: the model class)")
+    p.add_argument("--module-info", action="store_true", help="also gather graph.modules for options.sac")
+    p.add_argument("--no-timing", action="store_true", help="write latency_ms 0 (reproducible output)")
+    p.add_argument("--timing-runs", type=int, default=5, help="timed runs per node (median)")
+    p.add_argument("--fx-sizes", action="store_true",
+                   help="sizes exactly as torch.fx get_size_of_node (parameters only, no buffers)")
+    p.add_argument("--no-shapes", action="store_true", help="leave out meta.shape/dtype")
+    p.add_argument("--mode", choices=["pipeline", "size_based"])
+    p.add_argument("--stages", type=int)
+    p.add_argument("--balance-by", choices=["time", "memory", "params", "uniform"])
+    p.add_argument("--cut-after", action="append", help="node name or module fqn (repeatable)")
+    p.add_argument("--schedule", choices=["inference", "gpipe", "1f1b"])
+    p.add_argument("--microbatches", type=int)
+    p.add_argument("--param-factor", type=float)
+    p.add_argument("--transfer-rate", type=float, help="bytes per second between devices")
+    p.add_argument("--sac", action="store_true", help="add options.sac (needs --module-info)")
+    p.add_argument("--sac-budget", help="options.sac.memory_budget_bytes, e.g. 2GiB")
+    p.add_argument("--sac-op-level", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        kwargs = json.loads(args.kwargs)
+        if not isinstance(kwargs, dict):
+            raise ValueError("--kwargs must be a JSON object")
+        if not args.graph_only and not args.devices:
+            raise ValueError("--devices is required unless --graph-only")
+        if args.timing_runs < 1:
+            raise ValueError("--timing-runs must be >= 1")
+        if (args.sac or args.sac_budget or args.sac_op_level) and not args.module_info:
+            raise ValueError("options.sac needs --module-info")
+        inputs = [parse_input(s) for s in args.input]
+        devices = parse_devices(args.devices) if args.devices else None
+        options = _options_from_args(args)
+        model = load_model(args.model, kwargs)
+    except (ValueError, json.JSONDecodeError, ImportError, AttributeError) as e:
+        print(f"partd_export: {e}", file=sys.stderr)
+        return 2
+    graph_kwargs = dict(name=args.name, timing=not args.no_timing,
+                        timing_runs=args.timing_runs, fx_sizes=args.fx_sizes,
+                        module_info=args.module_info, shapes=not args.no_shapes)
+    if args.graph_only:
+        doc = export_graph(model, inputs, **graph_kwargs)
+    else:
+        doc = export_request(model, inputs, devices, options, **graph_kwargs)
+    text = dumps(doc)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
