@@ -237,3 +237,21 @@ def plan_offline(doc, tmp_path):
     p = subprocess.run([PARTD_BIN, "plan", str(req), "-o", str(out)], capture_output=True)
     assert p.returncode == 0, p.stderr
     return out.read_bytes()
+
+
+# Exact pipeline search over many stages: seconds of planning for a few MB of
+# JSON, and the planner honours the cancel flag within 100 ms. The tests use
+# them to have a job running (or others waiting) while they act; they act
+# right after seeing the state, far inside those seconds.
+@pytest.fixture(scope="session")
+def slow_body():
+    """~25 s of planning on this machine (100k nodes, 1024 stages)."""
+    return json.dumps(chain_request(100_000, seed=77, devices=1024, mode="pipeline",
+                                    slack=1.5)).encode()
+
+
+@pytest.fixture(scope="session")
+def medium_body():
+    """~5 s of planning (100k nodes, 256 stages); run to completion in tests."""
+    return json.dumps(chain_request(100_000, seed=78, devices=256, mode="pipeline",
+                                    slack=1.5)).encode()

@@ -1,28 +1,15 @@
 """The job engine: cancel, queue limit, timeouts, shared runs, concurrency."""
-import json
 import threading
 
-import pytest
-
 from conftest import chain_request, plan_offline
-
-# Planning this takes seconds (and honours the cancel flag), long enough for
-# the tests to see it running and act while it is.
-BIG_OPS = 300_000
-
-
-@pytest.fixture(scope="module")
-def big_body():
-    return json.dumps(chain_request(BIG_OPS, seed=77)).encode()
-
 
 def wait_running(daemon, job_id):
     return daemon.wait_job(job_id, statuses=("running", "succeeded", "failed", "cancelled"))
 
 
-def test_cancel_queued_and_running_and_queue_full(make_daemon, big_body):
+def test_cancel_queued_and_running_and_queue_full(make_daemon, slow_body):
     d = make_daemon("--workers", "1", "--queue-max", "1")
-    big = d.post_job(big_body)
+    big = d.post_job(slow_body)
     assert big.status == 202
     big_id = big.json()["id"]
     assert wait_running(d, big_id)["status"] == "running"
@@ -67,9 +54,9 @@ def test_cancel_queued_and_running_and_queue_full(make_daemon, big_body):
     assert d.metric("partd_jobs_queued") == 0
 
 
-def test_job_timeout_fails_the_job_with_a_problem(make_daemon, big_body):
-    d = make_daemon("--workers", "1", "--job-timeout-ms", "20")
-    r = d.post_job(big_body)
+def test_job_timeout_fails_the_job_with_a_problem(make_daemon, slow_body):
+    d = make_daemon("--workers", "1", "--job-timeout-ms", "300")
+    r = d.post_job(slow_body)
     assert r.status == 202
     job = d.wait_job(r.json()["id"])
     assert job["status"] == "failed"
@@ -79,9 +66,9 @@ def test_job_timeout_fails_the_job_with_a_problem(make_daemon, big_body):
     assert res.status == job["error"]["status"]
 
 
-def test_identical_concurrent_submissions_share_one_run(make_daemon, big_body, tmp_path):
+def test_identical_concurrent_submissions_share_one_run(make_daemon, slow_body, tmp_path):
     d = make_daemon("--workers", "1")
-    blocker = d.post_job(big_body).json()
+    blocker = d.post_job(slow_body).json()
     assert wait_running(d, blocker["id"])["status"] == "running"
     doc = chain_request(30, seed=21)
     first = d.post_job(doc)
@@ -90,6 +77,7 @@ def test_identical_concurrent_submissions_share_one_run(make_daemon, big_body, t
     a_id, b_id = first.json()["id"], second.json()["id"]
     assert a_id != b_id
     assert second.json()["cache_key"] == first.json()["cache_key"]
+    assert d.request("DELETE", f"/v1/jobs/{blocker['id']}").status == 200
     a = d.wait_job(a_id)
     b = d.wait_job(b_id)
     assert a["status"] == b["status"] == "succeeded"

@@ -11,32 +11,18 @@ import pytest
 
 from conftest import PARTD_BIN, Daemon, chain_request, plan_offline
 
-BIG_OPS = 300_000
-
-
-@pytest.fixture(scope="module")
-def big_doc():
-    return chain_request(BIG_OPS, seed=78)
-
-
-@pytest.fixture(scope="module")
-def big_body(big_doc):
-    return json.dumps(big_doc).encode()
-
-
 def running(d, job_id):
     return d.wait_job(job_id, statuses=("running", "succeeded", "failed", "cancelled"))
 
 
-def test_kill9_then_restart_completes_every_accepted_job(make_daemon, big_doc, big_body,
-                                                         tmp_path):
+def test_kill9_then_restart_completes_every_accepted_job(make_daemon, medium_body, tmp_path):
     d = make_daemon("--workers", "1")
     done_doc = chain_request(12, seed=30)
     done = d.post_job(done_doc).json()
     assert d.wait_job(done["id"])["status"] == "succeeded"
     before = d.get(f"/v1/jobs/{done['id']}/result")
 
-    big = d.post_job(big_body).json()
+    big = d.post_job(medium_body).json()
     # One worker, first come first served: these wait behind the big job.
     small_docs = [chain_request(15 + i, seed=40 + i) for i in range(5)]
     small = [d.post_job(doc).json() for doc in small_docs]
@@ -50,16 +36,16 @@ def test_kill9_then_restart_completes_every_accepted_job(make_daemon, big_doc, b
         assert d.wait_job(job["id"])["status"] == "succeeded"
         assert d.get(f"/v1/jobs/{job['id']}/result").body == plan_offline(doc, tmp_path)
     assert d.wait_job(big["id"])["status"] == "succeeded"
-    assert d.get(f"/v1/jobs/{big['id']}/result").body == plan_offline(big_body, tmp_path)
+    assert d.get(f"/v1/jobs/{big['id']}/result").body == plan_offline(medium_body, tmp_path)
     # Finished before the crash: served exactly as before.
     after = d.get(f"/v1/jobs/{done['id']}/result")
     assert after.body == before.body and after.header("ETag") == before.header("ETag")
     assert d.stop() == 0
 
 
-def test_sigterm_drains_and_exits_zero(make_daemon, big_body, tmp_path):
+def test_sigterm_drains_and_exits_zero(make_daemon, medium_body, tmp_path):
     d = make_daemon("--workers", "1", "--shutdown-grace-ms", "600000")
-    big = d.post_job(big_body).json()
+    big = d.post_job(medium_body).json()
     assert running(d, big["id"])["status"] == "running"
     queued_doc = chain_request(10, seed=50)
     queued = d.post_job(queued_doc).json()
@@ -75,9 +61,9 @@ def test_sigterm_drains_and_exits_zero(make_daemon, big_body, tmp_path):
     assert d.stop(signal.SIGINT) == 0
 
 
-def test_sigterm_grace_over_leaves_running_job_queued(make_daemon, big_body, tmp_path):
+def test_sigterm_grace_over_leaves_running_job_queued(make_daemon, medium_body, tmp_path):
     d = make_daemon("--workers", "1", "--shutdown-grace-ms", "0")
-    big = d.post_job(big_body).json()
+    big = d.post_job(medium_body).json()
     assert running(d, big["id"])["status"] == "running"
     assert d.stop(signal.SIGTERM) == 0
     d.start()
