@@ -221,3 +221,23 @@ def test_every_request_logs_one_line_without_bodies(daemon):
     daemon.wait_log(r"request method=POST path=/v1/jobs .*status=202")
     daemon.wait_log(rf"job id={job['id']} status=succeeded")
     assert secret not in daemon.log()
+
+
+def test_model_over_max_model_bytes_is_422_with_the_figure(make_daemon):
+    d = make_daemon("--max-model-bytes", "20000")
+    p = assert_problem(d.post_job(chain_request(2000)), 422)
+    assert "20000" in json.dumps(p)
+    assert d.post_job(chain_request(3)).status == 202
+
+
+def test_retention_sweep_deletes_old_jobs_and_results(make_daemon):
+    d = make_daemon("--retention-hours", "0", "--sweep-interval-s", "1")
+    job = d.post_job(chain_request(8, seed=60)).json()
+    # Followed in the log: a poll could race with the sweep itself.
+    d.wait_log(rf"job id={job['id']} status=succeeded")
+    d.wait_log(r"retention jobs_deleted=[1-9]")
+    assert d.get(f"/v1/jobs/{job['id']}").status == 404
+    assert d.get(f"/v1/jobs/{job['id']}/result").status == 404
+    # The result left the cache too: resubmitting plans again.
+    again = d.post_job(chain_request(8, seed=60))
+    assert again.status == 202 and again.json()["cached"] is False
