@@ -763,7 +763,8 @@ int partd_store_sweep(partd_store *s, int64_t cutoff_ms, void (*fn)(const char *
         sqlite3_bind_int64(st, 1, cutoff_ms);
         int step;
         while ((step = sqlite3_step(st)) == SQLITE_ROW)
-            fn((const char *)sqlite3_column_text(st, 0), ctx);
+            if (fn)
+                fn((const char *)sqlite3_column_text(st, 0), ctx);
         ok = step == SQLITE_DONE;
         sqlite3_reset(st);
     }
