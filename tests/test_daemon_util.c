@@ -68,7 +68,7 @@ static void test_map(void **state)
     (void)state;
     partd_map m;
     partd_map_init(&m);
-    static char keys[1000][8];
+    static char keys[1000][16];
     for (int i = 0; i < 1000; i++) {
         snprintf(keys[i], sizeof keys[i], "k%d", i);
         assert_int_equal(partd_map_put(&m, keys[i], &keys[i]), PARTD_OK);
