@@ -38,6 +38,8 @@ static const opt_def OPTS[] = {
      "jobs waiting to run before POST answers 429"},
     {"max-body-bytes", OPT_U64, offsetof(partd_config, max_body_bytes), "268435456", 1,
      U64_MAX_SAFE, "largest request body; larger ones get 413"},
+    {"max-inflight-bytes", OPT_U64, offsetof(partd_config, max_inflight_bytes), "1073741824",
+     1, U64_MAX_SAFE, "memory for all request bodies being received at once; past it 503"},
     {"max-model-bytes", OPT_U64, offsetof(partd_config, max_model_bytes), "4294967296", 0,
      U64_MAX_SAFE, "largest decoded model (estimate) before 422; 0 = no limit"},
     {"max-nodes", OPT_U64, offsetof(partd_config, max_nodes), "0", 0, UINT32_MAX,

@@ -28,6 +28,7 @@ typedef struct partd_config {
     uint64_t http_threads;        /* libmicrohttpd thread pool size */
     uint64_t queue_max;           /* jobs waiting before 429 */
     uint64_t max_body_bytes;
+    uint64_t max_inflight_bytes;  /* all request bodies being received */
     uint64_t max_model_bytes;     /* decoded model estimate; 0 = none */
     uint64_t max_nodes;           /* 0 = none */
     uint64_t job_timeout_ms;      /* 0 = none */

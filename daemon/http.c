@@ -64,6 +64,9 @@ struct partd_http {
     char *tls_cert, *tls_key;
     struct MHD_Response *livez;
     struct MHD_Response *version;
+    /* Bytes of request bodies held right now, against --max-inflight-bytes:
+     * many large uploads at once cannot exhaust memory. */
+    atomic_uint_fast64_t inflight;
 };
 
 typedef struct req_ctx {
@@ -77,6 +80,7 @@ typedef struct req_ctx {
     int status;                /* the answer's status code, 0 = none yet */
     char *body;
     size_t len, cap;
+    uint64_t charged;          /* bytes counted in partd_http.inflight */
     int too_big;
     uint64_t discarded;
 } req_ctx;
@@ -828,13 +832,35 @@ static enum MHD_Result handle_submit(struct MHD_Connection *c, req_ctx *rc, part
     return r;
 }
 
+/* Counts `bytes` more of body memory against --max-inflight-bytes; 0 when
+ * that would go over. */
+static int charge(partd_http *h, req_ctx *rc, uint64_t bytes)
+{
+    uint64_t max = h->svc->cfg->max_inflight_bytes;
+    uint_fast64_t cur = atomic_load(&h->inflight);
+    do {
+        if (cur + bytes > max)
+            return 0;
+    } while (!atomic_compare_exchange_weak(&h->inflight, &cur, cur + bytes));
+    rc->charged += bytes;
+    return 1;
+}
+
+static enum MHD_Result send_busy(struct MHD_Connection *c, req_ctx *rc)
+{
+    return send_problem(c, rc, 503, "busy", "Busy",
+                        "too many request bodies are being received at once; retry", NULL,
+                        MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
 /* ---- the access handler ------------------------------------------------- */
 
 /* First call for a request: everything the headers alone decide. Returns
  * 1 when an answer was queued (or the connection must close). */
-static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_service *svc,
-                      const char *url, const char *method, enum MHD_Result *result)
+static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_http *h, const char *url,
+                      const char *method, enum MHD_Result *result)
 {
+    partd_service *svc = h->svc;
     rc->routed = 1;
     rc->route = route_of(url, rc->id);
     snprintf(rc->method, sizeof rc->method, "%s", strlen(method) < sizeof rc->method ? method : "other");
@@ -884,6 +910,10 @@ static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_service *svc,
         return 1;
     }
     if (declared > 0) {
+        if (!charge(h, rc, declared + 1)) {
+            *result = send_busy(c, rc);
+            return 1;
+        }
         rc->body = malloc(declared + 1);
         if (!rc->body) {
             *result = send_store_error(c, rc, PARTD_ENOMEM);
@@ -895,9 +925,9 @@ static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_service *svc,
 }
 
 /* Appends a piece of the body; past the cap it only counts what it drops. */
-static int take_body(req_ctx *rc, const partd_service *svc, const char *data, size_t n)
+static int take_body(partd_http *h, req_ctx *rc, const char *data, size_t n)
 {
-    uint64_t max = svc->cfg->max_body_bytes;
+    uint64_t max = h->svc->cfg->max_body_bytes;
     if (rc->too_big || rc->len + n > max) {
         rc->too_big = 1;
         rc->discarded += n;
@@ -912,6 +942,8 @@ static int take_body(req_ctx *rc, const partd_service *svc, const char *data, si
             cap *= 2;
         if (cap > max + 1)
             cap = max + 1;
+        if (cap > rc->charged && !charge(h, rc, cap - rc->charged))
+            return 0; /* over the in-flight budget: the connection is closed */
         char *p = realloc(rc->body, cap);
         if (!p)
             return 0;
@@ -963,7 +995,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES; /* answered already; libmicrohttpd drains or closes */
     if (!rc->routed) {
         enum MHD_Result result = MHD_YES;
-        if (first_call(c, rc, h->svc, url, method, &result)) {
+        if (first_call(c, rc, h, url, method, &result)) {
             set_phase(h, rc->conn, PHASE_ANSWERING);
             return result;
         }
@@ -977,7 +1009,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES; /* bodies of other methods are ignored */
         /* libmicrohttpd cannot answer before the body is read: past the
          * cap the rest is counted and dropped, and 413 goes out at the end. */
-        if (!take_body(rc, h->svc, upload_data, n))
+        if (!take_body(h, rc, upload_data, n))
             return MHD_NO;
         return MHD_YES;
     }
@@ -1037,6 +1069,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         f[7] = PARTD_LF_END;
     }
     partd_log("info", "request", f);
+    atomic_fetch_sub(&h->inflight, rc->charged);
     free(rc->body);
     free(rc);
 }
