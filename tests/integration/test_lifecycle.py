@@ -189,3 +189,24 @@ def test_json_logs(make_daemon):
     assert any(r["event"] == "listening" for r in records)
     req = [r for r in records if r["event"] == "request"]
     assert req and req[-1]["path"] == "/livez" and req[-1]["status"] == 200
+
+
+def test_systemd_notifications(make_daemon, tmp_path):
+    import socket
+    path = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(30)
+    d = make_daemon(env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"})
+    seen = []
+
+    def until(word):
+        while not any(word in m for m in seen):
+            seen.append(sock.recv(4096).decode())
+
+    until("READY=1")
+    assert any("STATUS=listening on" in m for m in seen)
+    until("WATCHDOG=1")  # every 100 ms, from the loop thread
+    assert d.stop() == 0
+    until("STOPPING=1")
+    sock.close()
