@@ -126,3 +126,12 @@ clean:
 	rm -rf build build-asan build-fuzz build-tsan partd
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ThreadSanitizer build of the daemon, running the concurrency integration
+# tests against it (a data race aborts the daemon and fails the test).
+.PHONY: tsan
+TSAN_TESTS ?= tests/integration/test_jobs.py tests/integration/test_api.py tests/integration/test_hostile.py
+tsan:
+	$(MAKE) BUILD=build-tsan OPT=-O1 SANFLAGS="-fsanitize=thread" build-tsan/partd
+	PARTD_BIN=$(abspath build-tsan/partd) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+		$(PYTHON) -m pytest -q -p no:cacheprovider $(TSAN_TESTS)
