@@ -83,7 +83,8 @@ static int cmp_u32(const void *a, const void *b)
 
 static void finish(u32vec *v, uint32_t **out, uint32_t *n)
 {
-    qsort(v->a, v->n, sizeof *v->a, cmp_u32);
+    if (v->n > 1) /* v->a is NULL when empty: qsort's pointer must not be */
+        qsort(v->a, v->n, sizeof *v->a, cmp_u32);
     *out = v->a;
     *n = v->n;
 }
