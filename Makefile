@@ -92,7 +92,7 @@ unit-test: $(TEST_BIN) $(PARTD)
 # Integration (real daemon on loopback) and Python tool tests.
 py-test: $(PARTD)
 	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
-		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/python; \
+		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/cli tests/integration tests/python; \
 	else echo "pytest not installed for $(PYTHON): integration tests skipped"; exit 1; fi
 
 test: unit-test py-test
