@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -40,6 +41,7 @@
 #define LIST_DEFAULT_LIMIT 50
 #define LIST_MAX_LIMIT 1000
 #define IDEM_KEY_MAX 255
+#define TRIM_AFTER_BODY_BYTES (1u << 20)
 
 struct partd_http {
     partd_service *svc;
@@ -932,6 +934,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
     partd_log("info", "request", f);
     free(rc->body);
+    /* Decoding a large body leaves the JSON tree's many small blocks free
+     * but resident in this thread's malloc arena; hand them back so that
+     * hostile bodies do not ratchet the resident size up. */
+    if (rc->len + rc->discarded >= TRIM_AFTER_BODY_BYTES)
+        malloc_trim(0);
     free(rc);
 }
 
