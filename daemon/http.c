@@ -280,6 +280,11 @@ static enum MHD_Result handle_readyz(struct MHD_Connection *c, req_ctx *rc, part
     int phase = atomic_load(&svc->phase);
     const char *why = NULL;
     char space[128];
+    /* After a failed write the store stays unhealthy until a write works:
+     * with space back, try one now so that readiness returns by itself. */
+    if (phase == PARTD_PHASE_READY && !partd_store_healthy(svc->store) &&
+        !store_space_problem(svc, space, sizeof space))
+        partd_store_probe(svc->store);
     if (phase == PARTD_PHASE_STARTING)
         why = "starting: recovering queued jobs";
     else if (phase == PARTD_PHASE_DRAINING)
