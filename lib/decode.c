@@ -50,15 +50,23 @@ typedef struct decoder {
 
 /* ---- small helpers ------------------------------------------------------ */
 
+/* Pointers are built for every member decoded, so without printf. */
+static void ptr_copy(char *out, const char *base)
+{
+    size_t n = strnlen(base, PTR_CAP - 1);
+    memcpy(out, base, n);
+    out[n] = '\0';
+}
+
 static void ptr_member(char *out, const char *base, const char *member)
 {
-    snprintf(out, PTR_CAP, "%s", base);
+    ptr_copy(out, base);
     partd_pointer_append(out, PTR_CAP, member);
 }
 
 static void ptr_index(char *out, const char *base, size_t i)
 {
-    snprintf(out, PTR_CAP, "%s", base);
+    ptr_copy(out, base);
     partd_pointer_append_index(out, PTR_CAP, i);
 }
 
@@ -271,10 +279,6 @@ static const char *const op_names[] = {"placeholder", "get_attr", "call_module",
                                        "call_function", "call_method", "output",
                                        NULL};
 
-static const char *const node_members[] = {
-    "name", "op", "target", "inputs", "output_bytes", "param_bytes", "params",
-    "latency_ms", "mem_latency_ms", "module", NULL};
-
 static int alloc_graph(decoder *d, uint32_t n)
 {
     partd_graph *g = &d->req->graph;
@@ -391,6 +395,38 @@ static int64_t decode_params(decoder *d, json_t *v, const char *base)
     return total;
 }
 
+typedef enum node_member {
+    M_UNKNOWN, M_NAME, M_OP, M_TARGET, M_INPUTS, M_OUTPUT_BYTES, M_PARAM_BYTES, M_PARAMS,
+    M_LATENCY, M_MEM_LATENCY, M_MODULE, M_META
+} node_member;
+
+/* One comparison per member instead of a lookup per possible member: nodes
+ * are the bulk of every request. */
+static node_member classify_node_member(const char *key)
+{
+    switch (key[0]) {
+    case 'n': return strcmp(key, "name") == 0 ? M_NAME : M_UNKNOWN;
+    case 'o':
+        if (strcmp(key, "op") == 0)
+            return M_OP;
+        return strcmp(key, "output_bytes") == 0 ? M_OUTPUT_BYTES : M_UNKNOWN;
+    case 't': return strcmp(key, "target") == 0 ? M_TARGET : M_UNKNOWN;
+    case 'i': return strcmp(key, "inputs") == 0 ? M_INPUTS : M_UNKNOWN;
+    case 'p':
+        if (strcmp(key, "param_bytes") == 0)
+            return M_PARAM_BYTES;
+        return strcmp(key, "params") == 0 ? M_PARAMS : M_UNKNOWN;
+    case 'l': return strcmp(key, "latency_ms") == 0 ? M_LATENCY : M_UNKNOWN;
+    case 'm':
+        if (strcmp(key, "mem_latency_ms") == 0)
+            return M_MEM_LATENCY;
+        if (strcmp(key, "module") == 0)
+            return M_MODULE;
+        return strcmp(key, "meta") == 0 ? M_META : M_UNKNOWN;
+    }
+    return M_UNKNOWN;
+}
+
 static void decode_node(decoder *d, json_t *node, size_t i)
 {
     partd_graph *g = &d->req->graph;
@@ -405,60 +441,56 @@ static void decode_node(decoder *d, json_t *node, size_t i)
         partd_problem_add(d->pb, base, "must be an object, not %s", json_type_name(node));
         goto done;
     }
-    check_members(d, node, base, node_members, 1);
-
-    json_t *v;
+    const char *key;
+    json_t *v, *name = NULL, *op = NULL, *param_bytes = NULL, *params = NULL;
+    json_object_foreach(node, key, v) {
+        node_member m = classify_node_member(key);
+        if (m != M_NAME && m != M_OP && m != M_INPUTS)
+            ptr_member(ptr, base, key);
+        switch (m) {
+        case M_NAME: name = v; break;
+        case M_OP: op = v; break;
+        case M_PARAM_BYTES: param_bytes = v; break;
+        case M_PARAMS: params = v; break;
+        case M_TARGET: g->target[i] = get_name(d, v, ptr); break;
+        case M_MODULE: g->module[i] = get_name(d, v, ptr); break;
+        case M_INPUTS: decode_inputs(d, v, base); break;
+        case M_OUTPUT_BYTES: get_bytes(d, v, ptr, 0, &g->output_bytes[i]); break;
+        case M_LATENCY: get_number(d, v, ptr, 0, 0, 1e12, &g->latency_ms[i]); break;
+        case M_MEM_LATENCY: get_number(d, v, ptr, 0, 0, 1e12, &g->mem_latency_ms[i]); break;
+        case M_META:
+            if (!json_is_object(v))
+                partd_problem_add(d->pb, ptr, "must be an object, not %s", json_type_name(v));
+            break;
+        case M_UNKNOWN: add(d, ptr, "unknown member"); break;
+        }
+    }
     ptr_member(ptr, base, "name");
-    if (!(v = json_object_get(node, "name")))
+    if (!name)
         add(d, ptr, "is required");
     else
-        g->name[i] = get_name(d, v, ptr);
-
+        g->name[i] = get_name(d, name, ptr);
     ptr_member(ptr, base, "op");
-    int op = PARTD_OP_CALL_FUNCTION;
-    if (!(v = json_object_get(node, "op")))
+    int op_code = PARTD_OP_CALL_FUNCTION;
+    if (!op)
         add(d, ptr, "is required");
     else
-        get_enum(d, v, ptr, op_names, &op);
-    g->op[i] = (uint8_t)op;
-
-    if ((v = json_object_get(node, "target"))) {
-        ptr_member(ptr, base, "target");
-        g->target[i] = get_name(d, v, ptr);
-    }
-    if ((v = json_object_get(node, "module"))) {
-        ptr_member(ptr, base, "module");
-        g->module[i] = get_name(d, v, ptr);
-    }
-    if ((v = json_object_get(node, "inputs")))
-        decode_inputs(d, v, base);
-    if ((v = json_object_get(node, "output_bytes"))) {
-        ptr_member(ptr, base, "output_bytes");
-        get_bytes(d, v, ptr, 0, &g->output_bytes[i]);
-    }
-    json_t *pb = json_object_get(node, "param_bytes"), *pl = json_object_get(node, "params");
-    if (pb && pl) {
+        get_enum(d, op, ptr, op_names, &op_code);
+    g->op[i] = (uint8_t)op_code;
+    if (param_bytes && params) {
         ptr_member(ptr, base, "params");
         add(d, ptr, "give either param_bytes or params, not both");
-    } else if (pb) {
+    } else if (param_bytes) {
         ptr_member(ptr, base, "param_bytes");
-        get_bytes(d, pb, ptr, 0, &g->param_bytes[i]);
-    } else if (pl) {
+        get_bytes(d, param_bytes, ptr, 0, &g->param_bytes[i]);
+    } else if (params) {
         g->has_params[i] = 1;
-        g->param_bytes[i] = decode_params(d, pl, base);
+        g->param_bytes[i] = decode_params(d, params, base);
     }
-    if ((v = json_object_get(node, "latency_ms"))) {
-        ptr_member(ptr, base, "latency_ms");
-        get_number(d, v, ptr, 0, 0, 1e12, &g->latency_ms[i]);
-    }
-    if ((v = json_object_get(node, "mem_latency_ms"))) {
-        ptr_member(ptr, base, "mem_latency_ms");
-        get_number(d, v, ptr, 0, 0, 1e12, &g->mem_latency_ms[i]);
-    }
-    if ((op == PARTD_OP_PLACEHOLDER || op == PARTD_OP_GET_ATTR) &&
+    if ((op_code == PARTD_OP_PLACEHOLDER || op_code == PARTD_OP_GET_ATTR) &&
         d->n_in_names > d->in_name_off[i]) {
         ptr_member(ptr, base, "inputs");
-        partd_problem_add(d->pb, ptr, "a %s node reads no other node", op_names[op]);
+        partd_problem_add(d->pb, ptr, "a %s node reads no other node", op_names[op_code]);
     }
 done:
     d->in_name_off[i + 1] = d->n_in_names;
@@ -909,8 +941,10 @@ static int build_planning_order(decoder *d, const uint32_t *order)
 /* graph.modules is decoded by the SAC unit (modules.h). */
 static void decode_modules(decoder *d, json_t *modules)
 {
-    partd_modules_decode(modules, &d->req->strings, d->pb, &d->req->modules,
-                         &d->modules_canonical);
+    int rc = partd_modules_decode(modules, &d->req->strings, d->pb, &d->req->modules,
+                                  &d->modules_canonical);
+    if (rc == PARTD_ENOMEM)
+        add(d, "/graph/modules", "out of memory while decoding graph.modules");
 }
 
 static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *lim)

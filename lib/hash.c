@@ -1,8 +1,8 @@
 /*
  * hash.c - graph_hash and cache_key; see hash.h.
  *
- * The canonical texts are produced with jansson (JSON_SORT_KEYS |
- * JSON_COMPACT) one node at a time and streamed into the digest, so hashing a
+ * The canonical graph text (keys sorted, compact, ASCII, numbers as described
+ * at w_real) is streamed into the digest node by node, so hashing a
  * million-node graph needs no second copy of the graph in memory. Every
  * member is written with its default filled in, so a request that spells out
  * a default hashes like one that leaves it out.
@@ -40,67 +40,174 @@ int partd_sha256_hex(const void *data, size_t len, char out[72])
     return PARTD_OK;
 }
 
-static int update_str(EVP_MD_CTX *ctx, const char *s)
-{
-    return EVP_DigestUpdate(ctx, s, strlen(s)) ? 0 : -1;
-}
-
-/* Dumps v (stolen reference) into the digest. */
-static int update_json(EVP_MD_CTX *ctx, json_t *v)
-{
-    if (!v)
-        return -1;
-    char *s = json_dumps(v, DUMP_FLAGS | JSON_ENCODE_ANY);
-    json_decref(v);
-    if (!s)
-        return -1;
-    int rc = update_str(ctx, s);
-    free(s);
-    return rc;
-}
-
 static const char *const op_names[] = {"placeholder", "get_attr", "call_module",
                                        "call_function", "call_method", "output"};
 
-static json_t *str(const partd_request *r, uint32_t id)
+/* The canonical text is written into a buffer that feeds the digest in
+ * large chunks. Strings of plain printable ASCII (node names, almost always)
+ * are copied verbatim; anything else is escaped by jansson. */
+typedef struct digest_writer {
+    EVP_MD_CTX *ctx;
+    char buf[1 << 16];
+    size_t n;
+    int failed;
+} digest_writer;
+
+static void w_flush(digest_writer *w)
 {
-    return json_stringn(partd_str(&r->strings, id), partd_strlen(&r->strings, id));
+    if (w->n && !EVP_DigestUpdate(w->ctx, w->buf, w->n))
+        w->failed = 1;
+    w->n = 0;
 }
 
-static json_t *canonical_node(const partd_request *r, uint32_t p)
+static void w_raw(digest_writer *w, const char *s, size_t len)
+{
+    if (len > sizeof w->buf - w->n) {
+        w_flush(w);
+        if (len > sizeof w->buf) {
+            if (!EVP_DigestUpdate(w->ctx, s, len))
+                w->failed = 1;
+            return;
+        }
+    }
+    memcpy(w->buf + w->n, s, len);
+    w->n += len;
+}
+
+static void w_lit(digest_writer *w, const char *s)
+{
+    w_raw(w, s, strlen(s));
+}
+
+static int plain_ascii(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\')
+            return 0;
+    }
+    return 1;
+}
+
+static void w_str(digest_writer *w, const partd_request *r, uint32_t id)
+{
+    const char *s = partd_str(&r->strings, id);
+    size_t len = partd_strlen(&r->strings, id);
+    if (plain_ascii(s, len)) {
+        w_raw(w, "\"", 1);
+        w_raw(w, s, len);
+        w_raw(w, "\"", 1);
+        return;
+    }
+    json_t *js = json_stringn(s, len);
+    char *text = js ? json_dumps(js, DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
+    json_decref(js);
+    if (!text) {
+        w->failed = 1;
+        return;
+    }
+    w_lit(w, text);
+    free(text);
+}
+
+static void w_int(digest_writer *w, int64_t x)
+{
+    char tmp[24];
+    int i = sizeof tmp;
+    uint64_t u = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        tmp[--i] = '-';
+    w_raw(w, tmp + i, sizeof tmp - (size_t)i);
+}
+
+/* Doubles: the shortest decimal with at most 9 digits after the point that
+ * reads back as exactly the same double (latencies are such numbers), else
+ * "%.17g". Either text parses back to the same double, so distinct values
+ * never share a text; glibc's "%.17g" alone costs ~10k instructions, too
+ * much per node of a million-node graph. */
+static void w_real(digest_writer *w, double x)
+{
+    static const double pow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    if (x == 0) {
+        w_lit(w, "0.0");
+        return;
+    }
+    double ax = x < 0 ? -x : x;
+    for (int k = 0; k <= 9 && ax < 1e6; k++) {
+        double y = ax * pow10[k];
+        if (y >= 9007199254740992.0 || y != (double)(int64_t)y)
+            continue;
+        int64_t digits = (int64_t)y;
+        if ((double)digits / pow10[k] != ax)
+            continue;
+        char tmp[40];
+        int n = snprintf(tmp, sizeof tmp, "%s%lld.", x < 0 ? "-" : "",
+                         (long long)(digits / (int64_t)pow10[k]));
+        int64_t frac = digits % (int64_t)pow10[k];
+        char f[12] = "0";
+        if (k) {
+            for (int i = k - 1; i >= 0; i--, frac /= 10)
+                f[i] = (char)('0' + frac % 10);
+            f[k] = '\0';
+        }
+        snprintf(tmp + n, sizeof tmp - (size_t)n, "%s", f);
+        w_lit(w, tmp);
+        return;
+    }
+    char tmp[40];
+    int n = snprintf(tmp, sizeof tmp, "%.17g", x);
+    if (!strpbrk(tmp, ".eEn") && n + 2 < (int)sizeof tmp)
+        strcat(tmp, ".0");
+    w_lit(w, tmp);
+}
+
+/* Keys in sorted order: inputs, latency_ms, mem_latency_ms, module, name, op,
+ * output_bytes, param_bytes, params, target. */
+static void w_node(digest_writer *w, const partd_request *r, uint32_t p)
 {
     const partd_graph *g = &r->graph;
-    json_t *o = json_object();
-    json_t *inputs = json_array();
-    if (!o || !inputs) {
-        json_decref(o);
-        json_decref(inputs);
-        return NULL;
+    w_lit(w, "{\"inputs\":[");
+    for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
+        if (k > g->in_off[p])
+            w_raw(w, ",", 1);
+        w_str(w, r, g->name[g->in_idx[k]]);
     }
-    json_object_set_new(o, "name", str(r, g->name[p]));
-    json_object_set_new(o, "op", json_string(op_names[g->op[p]]));
-    if (g->target[p] != PARTD_NONE)
-        json_object_set_new(o, "target", str(r, g->target[p]));
-    if (g->module[p] != PARTD_NONE)
-        json_object_set_new(o, "module", str(r, g->module[p]));
-    for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++)
-        json_array_append_new(inputs, str(r, g->name[g->in_idx[k]]));
-    json_object_set_new(o, "inputs", inputs);
-    json_object_set_new(o, "output_bytes", json_integer(g->output_bytes[p]));
-    json_object_set_new(o, "param_bytes", json_integer(g->param_bytes[p]));
+    w_lit(w, "],\"latency_ms\":");
+    w_real(w, g->latency_ms[p]);
+    w_lit(w, ",\"mem_latency_ms\":");
+    w_real(w, g->mem_latency_ms[p]);
+    if (g->module[p] != PARTD_NONE) {
+        w_lit(w, ",\"module\":");
+        w_str(w, r, g->module[p]);
+    }
+    w_lit(w, ",\"name\":");
+    w_str(w, r, g->name[p]);
+    w_lit(w, ",\"op\":\"");
+    w_lit(w, op_names[g->op[p]]);
+    w_lit(w, "\",\"output_bytes\":");
+    w_int(w, g->output_bytes[p]);
+    w_lit(w, ",\"param_bytes\":");
+    w_int(w, g->param_bytes[p]);
     if (g->has_params[p]) {
-        json_t *params = json_array();
+        w_lit(w, ",\"params\":[");
         for (uint32_t k = g->par_off[p]; k < g->par_off[p + 1]; k++) {
-            json_t *e = json_object();
-            json_object_set_new(e, "name", str(r, g->param_name[g->par_idx[k]]));
-            json_object_set_new(e, "bytes", json_integer(g->param_size[g->par_idx[k]]));
-            json_array_append_new(params, e);
+            w_lit(w, k > g->par_off[p] ? ",{\"bytes\":" : "{\"bytes\":");
+            w_int(w, g->param_size[g->par_idx[k]]);
+            w_lit(w, ",\"name\":");
+            w_str(w, r, g->param_name[g->par_idx[k]]);
+            w_raw(w, "}", 1);
         }
-        json_object_set_new(o, "params", params);
+        w_raw(w, "]", 1);
     }
-    json_object_set_new(o, "latency_ms", json_real(g->latency_ms[p]));
-    json_object_set_new(o, "mem_latency_ms", json_real(g->mem_latency_ms[p]));
-    return o;
+    if (g->target[p] != PARTD_NONE) {
+        w_lit(w, ",\"target\":");
+        w_str(w, r, g->target[p]);
+    }
+    w_raw(w, "}", 1);
 }
 
 /* Nodes in request order: the order is part of what the client asked for
@@ -108,36 +215,45 @@ static json_t *canonical_node(const partd_request *r, uint32_t p)
 static int hash_graph(const partd_request *r, const char *modules_canonical, char out[72])
 {
     const partd_graph *g = &r->graph;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    digest_writer *w = calloc(1, sizeof *w);
     uint32_t *by_request = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *by_request);
     int rc = -1;
-    if (!ctx || !by_request || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+    if (!w || !by_request || !(w->ctx = EVP_MD_CTX_new()) ||
+        !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL))
         goto out;
     for (uint32_t p = 0; p < g->n_nodes; p++)
         by_request[g->request_index[p]] = p;
-    if (update_str(ctx, "{"))
-        goto out;
-    if (modules_canonical &&
-        (update_str(ctx, "\"modules\":") || update_str(ctx, modules_canonical) ||
-         update_str(ctx, ",")))
-        goto out;
-    if (update_str(ctx, "\"nodes\":["))
-        goto out;
-    for (uint32_t i = 0; i < g->n_nodes; i++)
-        if ((i && update_str(ctx, ",")) || update_json(ctx, canonical_node(r, by_request[i])))
-            goto out;
-    if (update_str(ctx, "]}"))
-        goto out;
+    w_lit(w, "{");
+    if (modules_canonical) {
+        w_lit(w, "\"modules\":");
+        w_lit(w, modules_canonical);
+        w_lit(w, ",");
+    }
+    w_lit(w, "\"nodes\":[");
+    for (uint32_t i = 0; i < g->n_nodes && !w->failed; i++) {
+        if (i)
+            w_raw(w, ",", 1);
+        w_node(w, r, by_request[i]);
+    }
+    w_lit(w, "]}");
+    w_flush(w);
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned n = 0;
-    if (!EVP_DigestFinal_ex(ctx, md, &n))
+    if (w->failed || !EVP_DigestFinal_ex(w->ctx, md, &n))
         goto out;
     to_hex(md, n, out);
     rc = 0;
 out:
-    EVP_MD_CTX_free(ctx);
+    if (w)
+        EVP_MD_CTX_free(w->ctx);
+    free(w);
     free(by_request);
     return rc;
+}
+
+static json_t *str(const partd_request *r, uint32_t id)
+{
+    return json_stringn(partd_str(&r->strings, id), partd_strlen(&r->strings, id));
 }
 
 static json_t *name_list(const partd_request *r, const uint32_t *ids, uint32_t n)

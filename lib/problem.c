@@ -146,7 +146,12 @@ void partd_pointer_append(char *buf, size_t cap, const char *token)
 
 void partd_pointer_append_index(char *buf, size_t cap, size_t index)
 {
-    char tmp[32];
-    snprintf(tmp, sizeof tmp, "%zu", index);
-    partd_pointer_append(buf, cap, tmp);
+    char tmp[24];
+    int i = sizeof tmp - 1;
+    tmp[i] = '\0';
+    do {
+        tmp[--i] = (char)('0' + index % 10);
+        index /= 10;
+    } while (index);
+    partd_pointer_append(buf, cap, tmp + i);
 }

@@ -1,6 +1,7 @@
 /* test_hash.c - graph_hash and cache_key. */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "hash.h"
@@ -107,6 +108,39 @@ static void test_node_order_is_part_of_the_graph(void **state)
     assert_string_not_equal(g1, g2);
 }
 
+static void latency_hashes(const char *latency, char graph[72])
+{
+    char json[512], key[72];
+    snprintf(json, sizeof json,
+             "{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+             "\"latency_ms\":%s}]},\"devices\":[{\"name\":\"g\",\"memory_bytes\":1}]}",
+             latency);
+    hashes_of(json, graph, key);
+}
+
+/* The same double spelled two ways hashes the same; neighbouring doubles,
+ * and values that need all 17 digits, hash apart. */
+static void test_numbers_hash_by_value(void **state)
+{
+    (void)state;
+    char a[72], b[72], c[72], d[72], e[72], f[72];
+    latency_hashes("0.1", a);
+    latency_hashes("0.1000000000000000055511151231257827", b);
+    latency_hashes("0.10000000000000002", c);
+    latency_hashes("1e-3", d);
+    latency_hashes("0.001", e);
+    latency_hashes("3.141592653589793", f);
+    assert_string_equal(a, b);
+    assert_string_not_equal(a, c);
+    assert_string_equal(d, e);
+    assert_string_not_equal(f, a);
+    latency_hashes("3.1415926535897931", b);
+    assert_string_equal(f, b);
+    latency_hashes("2", a);
+    latency_hashes("2.0", b);
+    assert_string_equal(a, b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +150,7 @@ int main(void)
         cmocka_unit_test(test_device_change_changes_only_cache_key),
         cmocka_unit_test(test_options_change_changes_only_cache_key),
         cmocka_unit_test(test_node_order_is_part_of_the_graph),
+        cmocka_unit_test(test_numbers_hash_by_value),
     };
     return cmocka_run_group_tests_name("hash", tests, NULL, NULL);
 }

@@ -1,0 +1,122 @@
+"""`partd plan` and `partd version` as a user runs them."""
+import json
+import os
+import subprocess
+
+import pytest
+
+PARTD = os.environ.get("PARTD_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "partd"))
+
+REQUEST = {
+    "graph": {"name": "chain", "nodes": [
+        {"name": "x", "op": "placeholder", "output_bytes": 10},
+        {"name": "a", "op": "call_module", "inputs": ["x"], "output_bytes": 10, "param_bytes": 30},
+        {"name": "b", "op": "call_module", "inputs": ["a"], "output_bytes": 10, "param_bytes": 50},
+        {"name": "c", "op": "call_function", "inputs": ["b"], "output_bytes": 10},
+        {"name": "d", "op": "call_function", "inputs": ["c"], "output_bytes": 10},
+        {"name": "out", "op": "output", "inputs": ["d"]}]},
+    "devices": [{"name": "g0", "memory_bytes": 100}, {"name": "g1", "memory_bytes": 80}],
+    "options": {"mode": "size_based"},
+}
+
+
+def run(args, stdin=None):
+    return subprocess.run([PARTD] + args, input=stdin, capture_output=True)
+
+
+@pytest.fixture
+def request_file(tmp_path):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(REQUEST))
+    return path
+
+
+def test_plan_file_to_stdout(request_file):
+    r = run(["plan", str(request_file)])
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["mode"] == "size_based"
+    assert [p["nodes"] for p in result["partitions"]] == [["a"], ["b", "c"], ["d"]]
+    assert r.stderr == b""
+
+
+def test_plan_stdin_to_output_file(tmp_path):
+    out = tmp_path / "result.json"
+    r = run(["plan", "-", "-o", str(out)], stdin=json.dumps(REQUEST).encode())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b""
+    assert json.loads(out.read_text())["summary"]["partitions"] == 3
+
+
+def test_plan_without_argument_reads_stdin():
+    r = run(["plan"], stdin=json.dumps(REQUEST).encode())
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["summary"]["partitions"] == 3
+
+
+def test_same_request_gives_identical_bytes(request_file):
+    assert run(["plan", str(request_file)]).stdout == run(["plan", str(request_file)]).stdout
+
+
+def test_invalid_request_exits_2_with_problem_on_stderr(tmp_path):
+    bad = dict(REQUEST, devices=[])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    r = run(["plan", str(path)])
+    assert r.returncode == 2
+    assert r.stdout == b""
+    problem = json.loads(r.stderr)
+    assert problem["status"] == 422
+    assert {"pointer": "/devices", "message": "at least one device is required"} in problem["errors"]
+
+
+def test_malformed_json_exits_2():
+    r = run(["plan"], stdin=b"{not json")
+    assert r.returncode == 2
+    assert json.loads(r.stderr)["status"] == 400
+
+
+def test_infeasible_exits_3(tmp_path):
+    tight = dict(REQUEST, devices=[{"name": "g0", "memory_bytes": 60}, {"name": "g1", "memory_bytes": 60}])
+    path = tmp_path / "tight.json"
+    path.write_text(json.dumps(tight))
+    r = run(["plan", str(path)])
+    assert r.returncode == 3
+    problem = json.loads(r.stderr)
+    assert "Devices have no enough memory" in problem["detail"]
+
+
+def test_missing_file_exits_1(tmp_path):
+    r = run(["plan", str(tmp_path / "nope.json")])
+    assert r.returncode == 1
+    assert b"cannot read" in r.stderr
+
+
+def test_output_to_unwritable_place_exits_1(request_file, tmp_path):
+    r = run(["plan", str(request_file), "-o", str(tmp_path / "no" / "such" / "dir.json")])
+    assert r.returncode == 1
+    assert b"cannot write" in r.stderr
+
+
+def test_version():
+    r = run(["version"])
+    assert r.returncode == 0
+    assert r.stdout.startswith(b"partd ")
+    assert b"partd-planner/" in r.stdout
+
+
+def test_unknown_command():
+    r = run(["frobnicate"])
+    assert r.returncode == 1
+    assert b"unknown command" in r.stderr
+
+
+def test_readme_requests_plan():
+    """Every JSON request in README.md is valid and plans."""
+    import re
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    requests = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if '"devices"' in b]
+    assert requests
+    for text in requests:
+        r = run(["plan"], stdin=text.encode())
+        assert r.returncode == 0, r.stderr
