@@ -132,7 +132,13 @@ typedef struct rgraph {
 static const char *balance_names[] = {"time", "memory", "params", "uniform"};
 static const char *schedule_names[] = {"inference", "gpipe", "1f1b"};
 
-static void random_graph(rgraph *g)
+/* Latency in eighths (dyadic, exact in every sum) or an arbitrary double. */
+static double random_latency(int dyadic)
+{
+    return dyadic ? rnd(33) / 8.0 : rnd(100000) / 24999.7;
+}
+
+static void random_graph(rgraph *g, int dyadic)
 {
     memset(g, 0, sizeof *g);
     int m = rnd(10) == 0 ? 1 + (int)rnd(MAXOPS) : 4 + (int)rnd(MAXOPS - 3);
@@ -176,8 +182,8 @@ static void random_graph(rgraph *g)
         v->kind = K_OP;
         v->n_par = -1;
         v->out_bytes = rnd(100);
-        v->lat = rnd(33) / 8.0;
-        v->mem_lat = rnd(3) == 0 ? rnd(33) / 8.0 : 0;
+        v->lat = random_latency(dyadic);
+        v->mem_lat = rnd(3) == 0 ? random_latency(dyadic) : 0;
         if (rnd(4) == 0)
             v->lat = 0;
         v->module = ops / 3;
@@ -226,8 +232,8 @@ static void random_graph(rgraph *g)
     g->n_dev = rnd(8) == 0 ? 1 : 2 + (int)rnd(4);
     int homogeneous = rnd(3) == 0;
     for (int d = 0; d < g->n_dev; d++) {
-        static const double speeds[] = {0.5, 1, 2, 4};
-        g->speed[d] = homogeneous ? 1 : speeds[rnd(4)];
+        static const double speeds[] = {0.5, 1, 2, 4}, odd_speeds[] = {0.7, 1.3, 1.9, 0.45};
+        g->speed[d] = homogeneous ? 1 : dyadic ? speeds[rnd(4)] : odd_speeds[rnd(4)];
         g->memory[d] = 200 + rnd(rnd(4) == 0 ? 600 : 2000);
     }
     int max_s = g->n_dev < m ? g->n_dev : m;
@@ -237,7 +243,7 @@ static void random_graph(rgraph *g)
     g->microbatches = 1 + (int)rnd(4);
     static const double factors[] = {1, 2, 1.5, 4};
     g->param_factor = factors[rnd(4)];
-    g->rate = 1000.0 * (double)(1u << rnd(6));
+    g->rate = dyadic ? 1000.0 * (double)(1u << rnd(6)) : 1000.0 * (1 + rnd(5000)) / 77.0;
     /* cut_after: distinct positions 1..m-1, by node name or module. */
     g->n_cuts = g->S > 1 ? (int)rnd((uint32_t)g->S) : 0;
     int used[MAXOPS + 1] = {0};
@@ -540,7 +546,7 @@ static void check_one(uint64_t seed)
 {
     rgraph g;
     rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
-    random_graph(&g);
+    random_graph(&g, 1);
     char *json = graph_json(&g);
     enum_state es = {.g = &g};
     required_cuts(&g, es.req);
@@ -623,6 +629,65 @@ static void test_against_brute_force(void **state)
     (void)state;
     for (uint64_t seed = 1; seed <= 5000; seed++)
         check_one(seed);
+}
+
+/* Arbitrary doubles (latencies, speeds, rates): sums round differently on
+ * the two sides, so compare the optimum's value within 1e-9 and require the
+ * planner's split to fit, not the split itself. This guards the margins of
+ * the capacity bounds and the fixed-point times. */
+static void check_one_inexact(uint64_t seed)
+{
+    rgraph g;
+    rng_state = seed * 0xD1B54A32D192ED03ull + 7;
+    random_graph(&g, 0);
+    char *json = graph_json(&g);
+    enum_state es = {.g = &g};
+    required_cuts(&g, es.req);
+    enumerate(&es, 0, 1);
+    int feasible = es.best.found;
+    if (!feasible) {
+        es.shortfall = 1;
+        enumerate(&es, 0, 1);
+    }
+    partd_request *req;
+    partd_plan *plan;
+    partd_problem pb;
+    int rc = plan_text(json, &req, &plan, &pb);
+    if (!feasible) {
+        assert_int_equal(rc, PARTD_EINFEASIBLE);
+        char expect[64];
+        snprintf(expect, sizeof expect, "short by %lld bytes", (long long)es.best.short_by);
+        assert_non_null(strstr(pb.detail, expect));
+    } else {
+        assert_int_equal(rc, PARTD_OK);
+        double obj = -1e300;
+        int a = 0;
+        for (int s = 0; s < g.S; s++) {
+            rstage st;
+            int e = a + (int)plan->balance[s];
+            ref_stage(&g, s, a, e, &st);
+            assert_true(st.mem <= g.memory[s]);
+            if (st.cost > obj)
+                obj = st.cost;
+            a = e;
+        }
+        double tol = 1e-9 * (es.best.obj > 1 ? es.best.obj : 1);
+        if (!(obj <= es.best.obj + tol && obj >= es.best.obj - tol))
+            fprintf(stderr, "seed %llu: objective %.17g, optimum %.17g\n%s\n",
+                    (unsigned long long)seed, obj, es.best.obj, json);
+        assert_true(obj <= es.best.obj + tol && obj >= es.best.obj - tol);
+    }
+    partd_plan_free(plan);
+    partd_problem_free(&pb);
+    partd_request_free(req);
+    free(json);
+}
+
+static void test_against_brute_force_inexact(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3000; seed++)
+        check_one_inexact(seed);
 }
 
 /* ---- hand-computed cases ------------------------------------------------- */
@@ -951,6 +1016,7 @@ int main(void)
         cmocka_unit_test(test_uniform_is_deepspeed),
         cmocka_unit_test(test_cancelled),
         cmocka_unit_test(test_against_brute_force),
+        cmocka_unit_test(test_against_brute_force_inexact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
