@@ -247,6 +247,7 @@ typedef struct sweep {
     int32_t *E;       /* the ends, ascending */
     fenwick recv, par;/* recv(a, E[j]) and the P-class bytes of [a, E[j]) */
     segtree tree;     /* over (ticks to E[j] + suffix ticks, recv + suffix recv) */
+    uint32_t last;    /* the previous start's last allowed end */
 } sweep;
 
 static void sweep_free(sweep *sw)
@@ -345,6 +346,45 @@ static int sweep_ok(ties *tt, uint32_t s, const sweep *sw, int32_t a, uint32_t j
     return stage_ok(tt, s, &w, &ev);
 }
 
+/* The last j in [lo, hi] with sweep_ok (which holds at lo and only fails
+ * further on), galloping from the previous start's answer `guess`: ends
+ * allowed from neighbouring starts are usually close. */
+static uint32_t last_allowed(ties *tt, uint32_t s, const sweep *sw, int32_t a, uint32_t lo,
+                             uint32_t hi, uint32_t guess)
+{
+    if (guess > lo && guess <= hi) {
+        if (sweep_ok(tt, s, sw, a, guess)) {
+            lo = guess;
+            for (uint32_t step = 1; lo < hi; step *= 2) {
+                uint32_t probe = hi - lo > step ? lo + step : hi;
+                if (!sweep_ok(tt, s, sw, a, probe)) {
+                    hi = probe - 1;
+                    break;
+                }
+                lo = probe;
+            }
+        } else {
+            hi = guess - 1;
+            for (uint32_t step = 1; lo < hi; step *= 2) {
+                uint32_t probe = hi - lo > step ? hi - step : lo;
+                if (sweep_ok(tt, s, sw, a, probe)) {
+                    lo = probe;
+                    break;
+                }
+                hi = probe - 1;
+            }
+        }
+    }
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (sweep_ok(tt, s, sw, a, mid))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 /* H_s(a) for one start of the sweep. */
 static void sweep_start(ties *tt, uint32_t s, sweep *sw, int32_t a, uint64_t idx)
 {
@@ -356,15 +396,9 @@ static void sweep_start(ties *tt, uint32_t s, sweep *sw, int32_t a, uint64_t idx
     if (jlo >= jend || !sweep_ok(tt, s, sw, a, jlo))
         return;
     /* The last allowed end: costs only grow with e. */
-    uint32_t lo = jlo, hi = jend - 1;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (sweep_ok(tt, s, sw, a, mid))
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    seg_best b = seg_query(&sw->tree, 1, 0, sw->n - 1, jlo, lo);
+    uint32_t last = last_allowed(tt, s, sw, a, jlo, jend - 1, sw->last);
+    sw->last = last;
+    seg_best b = seg_query(&sw->tree, 1, 0, sw->n - 1, jlo, last);
     if (b.arg < 0)
         return;
     const int64_t *T = md->ticks[md->stage_speed[s]];
