@@ -10,24 +10,24 @@
  *     memory only grow with e. So F[s+1] is a union of such intervals, found
  *     in one sweep with the start increasing and the end never moving back
  *     (only ends beyond the largest end reached so far are worth testing).
- *     Each stage is a pl_window sliding forward: O(m + readers) per probe.
- *  2. The probe's outcome depends only on the outcomes of the comparisons
- *     cost <= B it made. After an infeasible probe nothing changes until B
- *     reaches the smallest failing cost, so the lower end jumps there; after
- *     a feasible one, down to the largest passing cost. Both ends are then
- *     costs of real stages, and the bisection ends when they meet: the
- *     optimum is the exact cost of a stage, not an approximation.
- *  3. After each feasible probe a backward pass keeps only positions from
+ *     Each stage is a pl_window sliding forward: O(m + readers) at worst.
+ *  2. Capacity bounds (below) give every cut a smallest position under B
+ *     from prefix sums alone; the probe never looks before it. Near the
+ *     optimum this leaves windows of a few positions per cut.
+ *  3. The probe's outcome depends only on the outcomes of the comparisons
+ *     with B it made (stage tests and capacity bounds). After an infeasible
+ *     probe nothing changes until B reaches the smallest value that failed,
+ *     so the lower end jumps there; after a feasible one the upper end drops
+ *     to the largest value that passed. The search starts at the capacity
+ *     lower bound, grows the bound until a probe is feasible, then bisects
+ *     until the ends meet: the optimum is the exact cost of a stage, proven
+ *     infeasible just below. The uniform objective, whose smallest stage
+ *     size depends on B, steps through the integers instead.
+ *  4. After each feasible probe a backward pass keeps only positions from
  *     which the end is still reachable (W[s] = F[s] and able to finish);
  *     every split of cost <= B has its cuts there, so later probes only sweep
- *     these windows, which narrow as the bound tightens.
- *  4. Ties: a suffix DP over W at the optimal bound picks, for every start,
- *     the smallest sum of stage times (ticks and received bytes, exact), and
- *     on equal sums the smallest end; following it from 0 gives the earliest
- *     cuts. Its cost is the number of allowed (start, end) pairs in the
- *     windows.
- * The uniform objective, whose lower bound on a stage's size depends on B,
- * uses plain integer bisection instead of step 2.
+ *     these windows, with cached windows (pl_window) at their left ends.
+ *  5. Ties among the optimal splits: pipeline_ties.c, over the final W.
  */
 #include "pipeline_search.h"
 
