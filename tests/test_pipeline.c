@@ -937,6 +937,39 @@ static void test_stage_errors(void **state)
     free(json);
 }
 
+/* Request order not topological: planning order is x, a, b, out, c (the
+ * output node before the dead operation c). cut_after "out" ends stage 0
+ * after b, the last operation before it; the output node reads after the
+ * last stage, so b, read only by it, is live across the cut. */
+static void test_planning_order_and_output_position(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"graph\":{\"nodes\":["
+        "{\"name\":\"a\",\"op\":\"call_function\",\"inputs\":[\"x\"],\"output_bytes\":10,\"latency_ms\":1},"
+        "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":1},"
+        "{\"name\":\"b\",\"op\":\"call_function\",\"inputs\":[\"a\"],\"output_bytes\":20,\"latency_ms\":1},"
+        "{\"name\":\"out\",\"op\":\"output\",\"inputs\":[\"b\"]},"
+        "{\"name\":\"c\",\"op\":\"call_function\",\"inputs\":[\"a\"],\"output_bytes\":40,\"latency_ms\":1}]},"
+        "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":1000},{\"name\":\"g1\",\"memory_bytes\":1000}],"
+        "\"options\":{\"pipeline\":{\"cut_after\":[\"out\"]}}}";
+    partd_request *req;
+    partd_plan *plan;
+    partd_problem pb;
+    assert_int_equal(plan_text(json, &req, &plan, &pb), PARTD_OK);
+    assert_int_equal(plan->balance[0], 2);
+    assert_int_equal(plan->balance[1], 1);
+    assert_string_equal(partd_node_name(req, plan->parts[1].nodes[0]), "c");
+    assert_int_equal(plan->parts[1].transfer_in_bytes, 10);
+    assert_int_equal(plan->boundaries[0].n_tensors, 2);
+    assert_string_equal(partd_node_name(req, plan->boundaries[0].tensors[0]), "a");
+    assert_string_equal(partd_node_name(req, plan->boundaries[0].tensors[1]), "b");
+    assert_int_equal(plan->boundaries[0].bytes, 30);
+    partd_plan_free(plan);
+    partd_problem_free(&pb);
+    partd_request_free(req);
+}
+
 /* Uniform without constraints is DeepSpeed's partition_uniform: 10 ops in 3
  * stages -> 4, 3, 3. */
 static void test_uniform_is_deepspeed(void **state)
@@ -1013,6 +1046,7 @@ int main(void)
         cmocka_unit_test(test_infeasible_report),
         cmocka_unit_test(test_cut_errors),
         cmocka_unit_test(test_stage_errors),
+        cmocka_unit_test(test_planning_order_and_output_position),
         cmocka_unit_test(test_uniform_is_deepspeed),
         cmocka_unit_test(test_cancelled),
         cmocka_unit_test(test_against_brute_force),
