@@ -27,7 +27,10 @@ typedef struct tie_value {
  * changes the answer. */
 static int tie_cmp(const pl_model *md, int64_t xa, __int128 ra, int64_t xb, __int128 rb)
 {
-    double d = (double)(xa - xb) * md->tick_ms + (double)(ra - rb) * md->ms_per_byte;
+    __int128 dr = ra - rb;
+    /* 128-bit to double is a library call; differences nearly always fit. */
+    double r = dr >= INT64_MIN && dr <= INT64_MAX ? (double)(int64_t)dr : (double)dr;
+    double d = (double)(xa - xb) * md->tick_ms + r * md->ms_per_byte;
     return d < 0 ? -1 : d > 0;
 }
 
