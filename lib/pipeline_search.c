@@ -94,15 +94,18 @@ static int stage_test(const pl_model *md, uint32_t s, const pl_window *w, double
  * `time`; for `memory` and the shortfall, param_factor * own parameter bytes
  * + k_min * activation bytes, a lower bound of the stages' memory; own
  * parameter bytes for `params`; operations for `uniform`), and at most
- * M_u / k_u activation bytes and M_u of that memory to fit its device. Stages t..S-1 together therefore hold L(a, m) <=
- * B * sum(alpha) + sum(beta) when cut t is at a: pmin[t], the smallest such
- * a, is a lower bound of cut t in every split of cost <= B. The margins
+ * M_u / k_u activation bytes and M_u of that memory to fit its device.
+ * Stages t..S-1 together therefore hold L(a, m) <= B * sum(alpha) +
+ * sum(beta) when cut t is at a: pmin[t], the smallest such a, is a lower
+ * bound of cut t in every split of cost <= B. The margins
  * cover rounding, so the bound never excludes a feasible split. Near the
  * optimum the suffix capacities are nearly used up and the windows
  * [pmin[t], reach] are narrow, which keeps the probes cheap. */
 
 /* Suffix sums over stages (S + 1 entries each, index S is 0). */
 typedef struct capacity {
+    uint32_t stages;
+    double speed_sum;  /* of all stages */
     double *alpha, *beta, *act_cap;
     double *mem_cap;   /* sum of M_u */
     double *k_min;     /* min of k_u over u >= t (index S: unused) */
@@ -119,12 +122,16 @@ static int capacity_init(const pl_model *md, capacity *c)
     if (!c->alpha || !c->beta || !c->act_cap || !c->mem_cap || !c->k_min)
         return -1;
     c->k_min[S] = INFINITY;
+    c->stages = S;
+    c->speed_sum = 0;
+    for (uint32_t u = 0; u < S; u++)
+        c->speed_sum += md->speed[md->stage_speed[u]];
     const double up = 1 + 0x1p-40;
     for (uint32_t u = S; u-- > 0;) {
         double k = (double)md->k_act[u], M = (double)md->mem_limit[u], al = 1, be = 0;
         switch (md->objective) {
         case PL_OBJ_TIME:
-            al = md->speed[md->stage_speed[u]];
+            al = md->speed[md->stage_speed[u]] * up;
             break;
         case PL_OBJ_MEMORY:
             al = M * up;
@@ -174,12 +181,13 @@ static double suffix_amount(const pl_model *md, const capacity *c, uint32_t t, i
     int32_t m = (int32_t)md->m;
     switch (md->objective) {
     case PL_OBJ_TIME: {
-        /* Each node's ticks are rounded to nearest: at most half a tick at
-         * the fastest speed per node; the double prefix sums err by at most
-         * m ulps of the total. */
+        /* A stage's ticks at speed v are at least (its X difference) / v less
+         * a tick and a relative 2^-51, and X is at least the node times in
+         * ticks less half a tick per node; the double prefix sums err by at
+         * most m ulps of the total. Subtract more than all of that. */
         double total = md->time_prefix[m];
-        return (total - md->time_prefix[a]) - total * (double)m * 0x1p-51 -
-               (double)m * md->max_speed * md->tick_ms;
+        return (total - md->time_prefix[a]) - total * (double)(m + c->stages) * 0x1p-49 -
+               ((double)m + c->speed_sum + (double)c->stages) * 2 * md->tick_ms;
     }
     case PL_OBJ_MEMORY:
     case PL_OBJ_SHORTFALL:

@@ -270,7 +270,6 @@ static int sweep_init(ties *tt, uint32_t s, int32_t a0, sweep *sw)
     const pl_model *md = tt->md;
     const pl_set *ends = &tt->W[s + 1];
     const tie_table *rest = &tt->t[s + 1];
-    const int64_t *T = md->ticks[md->stage_speed[s]];
     uint32_t n = (uint32_t)ends->count;
     memset(sw, 0, sizeof *sw);
     sw->n = n;
@@ -306,7 +305,7 @@ static int sweep_init(ties *tt, uint32_t s, int32_t a0, sweep *sw)
         fw_add_suffix(&sw->par, j, p - prev_p);
         prev_r = r;
         prev_p = p;
-        leaf[j] = (seg_best){T[sw->E[j]] + rest->h[j].ticks, rest->h[j].recv + r,
+        leaf[j] = (seg_best){pl_ticks_at(md, s, sw->E[j]) + rest->h[j].ticks, rest->h[j].recv + r,
                              rest->next[j] >= 0 ? (int32_t)j : -1};
     }
     seg_build(t, 1, 0, n - 1, leaf);
@@ -404,8 +403,7 @@ static void sweep_start(ties *tt, uint32_t s, sweep *sw, int32_t a, uint64_t idx
     seg_best b = seg_query(&sw->tree, 1, 0, sw->n - 1, jlo, last);
     if (b.arg < 0)
         return;
-    const int64_t *T = md->ticks[md->stage_speed[s]];
-    tt->t[s].h[idx] = (tie_value){b.x - T[a], b.r};
+    tt->t[s].h[idx] = (tie_value){b.x - pl_ticks_at(md, s, a), b.r};
     tt->t[s].next[idx] = sw->E[b.arg];
 }
 
