@@ -388,6 +388,46 @@ static void problem_for(run *r, partd_problem *p, uint64_t timeout_ms)
     }
 }
 
+/* The store refused a finished run's result (disk full, read-only, I/O
+ * error): its jobs fail with a problem saying so instead. Rewrites the rows
+ * and returns the new status; *error is a malloc'd problem document. */
+static partd_job_status fail_unstored(const partd_job_row **rows, size_t n, char **error,
+                                      int *error_status)
+{
+    partd_problem p;
+    partd_problem_init(&p);
+    partd_problem_set(&p, 503, "store-unavailable", "Result not stored",
+                      "planning finished but the store could not save the result (the data "
+                      "directory is full, read-only or failing); submit the job again once "
+                      "/readyz answers 200");
+    *error = partd_problem_to_json(&p, NULL);
+    *error_status = 503;
+    partd_problem_free(&p);
+    for (size_t i = 0; i < n; i++) {
+        partd_job_row *c = (partd_job_row *)rows[i];
+        c->status = PARTD_JOB_FAILED;
+        c->summary = NULL;
+        c->error = *error;
+        c->error_status = *error_status;
+    }
+    return PARTD_JOB_FAILED;
+}
+
+/* Keeps a finished job that the store could not record in the table, with
+ * its problem document, for polls to see (freed by partd_jobs_free). */
+static void keep_unstored(partd_jobs *j, job *jb, const char *error, int error_status)
+{
+    char *copy = error ? strdup(error) : NULL;
+    pthread_mutex_lock(&j->table_lock);
+    jb->run = NULL;
+    jb->run_next = NULL;
+    jb->row.error = copy;
+    jb->row.error_status = error_status;
+    pthread_mutex_unlock(&j->table_lock);
+    partd_log_msg("error", "job", "job %s finished but the store could not record it; it "
+                  "runs again after a restart", jb->row.id);
+}
+
 /* Finishes every job of a completed run: store first, then cache and
  * table, so that whatever a poll sees is already durable. */
 static void finish_run_jobs(partd_jobs *j, run *r)
@@ -421,18 +461,24 @@ static void finish_run_jobs(partd_jobs *j, run *r)
             rows[n++] = c;
         }
     }
+    int stored = PARTD_OK;
     if (status == PARTD_JOB_SUCCEEDED) {
         partd_store_result res = {r->cache_key, r->etag, r->summary, r->result, r->result_len};
-        partd_store_finish_jobs(j->svc->store, &res, rows, n);
-        char *summary = strdup(r->summary);
-        if (summary)
-            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->result, r->result_len,
-                            summary, NULL);
-        else
-            free(r->result);
-        r->result = NULL;
+        stored = partd_store_finish_jobs(j->svc->store, &res, rows, n);
+        if (stored != PARTD_OK) {
+            status = fail_unstored(rows, n, &error, &error_status);
+            stored = partd_store_finish_jobs(j->svc->store, NULL, rows, n);
+        } else {
+            char *summary = strdup(r->summary);
+            if (summary)
+                partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->result,
+                                r->result_len, summary, NULL);
+            else
+                free(r->result);
+            r->result = NULL;
+        }
     } else if (n > 0) {
-        partd_store_finish_jobs(j->svc->store, NULL, rows, n);
+        stored = partd_store_finish_jobs(j->svc->store, NULL, rows, n);
     }
     free(copies);
     free(rows);
@@ -441,17 +487,25 @@ static void finish_run_jobs(partd_jobs *j, run *r)
     job *jb = r->jobs;
     while (jb) {
         job *next = jb->run_next;
-        table_remove(j, jb);
+        /* A finished job whose state the store refused stays in the table,
+         * so that polls see how it ended (the store still says unfinished,
+         * and a restart runs it again). */
+        int keep = stored != PARTD_OK && status != PARTD_JOB_QUEUED;
+        if (!keep)
+            table_remove(j, jb);
         if (status != PARTD_JOB_QUEUED) {
             partd_histogram_observe(&j->svc->metrics.job_duration, secs);
             jb->row.finished_ms = now;
+            if (keep)
+                keep_unstored(j, jb, error, error_status);
             set_status(j, jb, status);
             log_job(jb, "duration_ms", secs * 1000.0);
         } else {
             set_status(j, jb, PARTD_JOB_QUEUED);
             log_job(jb, NULL, 0);
         }
-        job_free(jb);
+        if (!keep)
+            job_free(jb);
         jb = next;
     }
     r->jobs = NULL;
@@ -587,6 +641,11 @@ static void on_cancel(partd_jobs *j, const char *id, cancel_reply *reply)
         return;
     }
     run *r = jb->run;
+    if (!r) {
+        /* Finished, but the store could not record it (keep_unstored). */
+        reply_cancel(reply, PARTD_EIO, NULL);
+        return;
+    }
     detach(r, jb);
     if (r->n_jobs == 0)
         stop_run(j, r);
@@ -660,6 +719,10 @@ void partd_jobs_free(partd_jobs *j)
 {
     if (!j)
         return;
+    /* Only jobs kept by keep_unstored remain in the table at this point. */
+    for (size_t i = 0; i < j->table.n_buckets; i++)
+        for (partd_map_entry *e = j->table.buckets[i]; e; e = e->next)
+            job_free(e->value);
     partd_map_free(&j->table);
     partd_map_free(&j->runs_by_key);
     pthread_mutex_destroy(&j->queue_lock);
@@ -743,7 +806,8 @@ int partd_jobs_lookup(partd_jobs *j, const char *id, partd_job_row *out)
     job *jb = partd_map_get(&j->table, id);
     if (jb) {
         *out = jb->row;
-        out->summary = out->error = NULL;
+        out->summary = NULL;
+        out->error = jb->row.error ? strdup(jb->row.error) : NULL;
     }
     pthread_mutex_unlock(&j->table_lock);
     return jb ? PARTD_OK : PARTD_STORE_MISSING;

@@ -41,6 +41,10 @@ void partd_store_close(partd_store *s);
 /* 1 while the last write succeeded. */
 int partd_store_healthy(partd_store *s);
 
+/* A one-page write that turns the store healthy again when it succeeds
+ * (for readiness probes while it is not). PARTD_OK or PARTD_EIO. */
+int partd_store_probe(partd_store *s);
+
 /* Inserts a new job. idem_key/digest may be NULL; body (the request) is kept
  * for unfinished jobs. PARTD_STORE_CONFLICT when idem_key is taken. */
 int partd_store_insert_job(partd_store *s, const partd_job_row *row, const char *idem_key,
@@ -94,5 +98,6 @@ int partd_store_pending(partd_store *s, partd_store_pending_fn fn, void *ctx);
  * cutoff; fn(cache_key) is called for each deleted result before it goes. */
 int partd_store_sweep(partd_store *s, int64_t cutoff_ms, void (*fn)(const char *key, void *ctx),
                       void *ctx, unsigned *jobs_deleted, unsigned *results_deleted);
+/* (fn may be NULL.) */
 
 #endif

@@ -941,8 +941,10 @@ static int build_planning_order(decoder *d, const uint32_t *order)
 /* graph.modules is decoded by the SAC unit (modules.h). */
 static void decode_modules(decoder *d, json_t *modules)
 {
-    partd_modules_decode(modules, &d->req->strings, d->pb, &d->req->modules,
-                         &d->modules_canonical);
+    int rc = partd_modules_decode(modules, &d->req->strings, d->pb, &d->req->modules,
+                                  &d->modules_canonical);
+    if (rc == PARTD_ENOMEM)
+        add(d, "/graph/modules", "out of memory while decoding graph.modules");
 }
 
 static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *lim)

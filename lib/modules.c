@@ -88,9 +88,10 @@ static json_t *required(decoder *d, json_t *obj, const char *base,
     return v;
 }
 
-/* A byte count: JSON integer in [0, 2^53]. */
+/* A byte count: JSON integer in [0, 2^53], or in [-2^53, 2^53] for a
+ * difference of two snapshots (`signed_delta`). */
 static int get_bytes(decoder *d, json_t *obj, const char *base, const char *key,
-                     int64_t *out)
+                     int signed_delta, int64_t *out)
 {
     json_t *v = required(d, obj, base, key);
     if (!v)
@@ -102,8 +103,9 @@ static int get_bytes(decoder *d, json_t *obj, const char *base, const char *key,
         return -1;
     }
     json_int_t x = json_integer_value(v);
-    if (x < 0 || x > MAX_SAFE_INT) {
-        report(d, ptr, "must be between 0 and 2^53 bytes, got %lld", (long long)x);
+    if (x < (signed_delta ? -MAX_SAFE_INT : 0) || x > MAX_SAFE_INT) {
+        report(d, ptr, "must be between %s and 2^53 bytes, got %lld",
+               signed_delta ? "-2^53" : "0", (long long)x);
         return -1;
     }
     *out = (int64_t)x;
@@ -456,7 +458,10 @@ static int decode_byte_members(decoder *d, json_t *obj, const char *base,
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
-        bad |= get_bytes(d, obj, base, bytes[i].key, bytes[i].dst) < 0;
+        /* PyTorch computes act_grad_per_module as the temporary memory at
+         * the backward peak minus that before the backward: it can be < 0. */
+        bad |= get_bytes(d, obj, base, bytes[i].key,
+                         bytes[i].dst == &m->act_grad_per_module, bytes[i].dst) < 0;
     return bad ? -1 : 0;
 }
 
@@ -718,7 +723,8 @@ static int assemble(decoder *d, partd_module *stats, const fqn_entry *map,
     uint32_t *pos_in_pre = calloc(n, sizeof *pos_in_pre);
     out->mods = calloc(n, sizeof *out->mods);
     out->post_order = calloc(n, sizeof *out->post_order);
-    if (!pos_in_pre || !out->mods || !out->post_order) {
+    out->by_fqn = calloc(n, sizeof *out->by_fqn);
+    if (!pos_in_pre || !out->mods || !out->post_order || !out->by_fqn) {
         free(pos_in_pre);
         d->oom = 1;
         return -1;
@@ -731,6 +737,8 @@ static int assemble(decoder *d, partd_module *stats, const fqn_entry *map,
         memset(&stats[pre[k]], 0, sizeof stats[pre[k]]); /* ownership moved */
     }
     out->n = n;
+    for (uint32_t k = 0; k < n; k++) /* map is sorted by fqn id */
+        out->by_fqn[k] = pos_in_pre[map[k].index];
     for (uint32_t k = 0; k < n; k++) {
         out->post_order[k] = pos_in_pre[post[k]];
         out->mods[out->post_order[k]].post_pos = k;
@@ -851,14 +859,23 @@ void partd_modules_free(struct partd_modules *m)
             module_free_arrays(&m->mods[i]);
     free(m->mods);
     free(m->post_order);
+    free(m->by_fqn);
     free(m);
 }
 
 uint32_t partd_modules_find(const partd_modules *m, uint32_t fqn)
 {
-    for (uint32_t i = 0; i < m->n; i++)
-        if (m->mods[i].fqn == fqn)
-            return i;
+    uint32_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t id = m->mods[m->by_fqn[mid]].fqn;
+        if (id == fqn)
+            return m->by_fqn[mid];
+        if (id < fqn)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return PARTD_NONE;
 }
 

@@ -70,6 +70,7 @@ typedef struct partd_modules {
     uint32_t n;
     partd_module *mods;            /* in fw_pre_order; mods[0] is the root */
     uint32_t *post_order;          /* module indices in fw_post_order */
+    uint32_t *by_fqn;              /* module indices by ascending fqn string id */
 } partd_modules;
 
 int partd_modules_decode(json_t *modules, partd_strtab *strings,
@@ -79,7 +80,7 @@ int partd_modules_decode(json_t *modules, partd_strtab *strings,
 void partd_modules_free(struct partd_modules *m);
 
 /* Index of the module named `fqn` (a string id of the same table), or
- * PARTD_NONE. O(n); for resolving a handful of user-given names. */
+ * PARTD_NONE. O(log n). */
 uint32_t partd_modules_find(const partd_modules *m, uint32_t fqn);
 
 /* 1 when module `anc` is a strict ancestor of module `desc`. */

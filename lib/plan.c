@@ -83,7 +83,8 @@ static int cmp_u32(const void *a, const void *b)
 
 static void finish(u32vec *v, uint32_t **out, uint32_t *n)
 {
-    qsort(v->a, v->n, sizeof *v->a, cmp_u32);
+    if (v->n)
+        qsort(v->a, v->n, sizeof *v->a, cmp_u32);
     *out = v->a;
     *n = v->n;
 }
@@ -177,7 +178,8 @@ static int collect_param_uses(const partd_request *req, const uint32_t *node_par
             }
         }
     }
-    qsort(u, n, sizeof *u, cmp_use);
+    if (n)
+        qsort(u, n, sizeof *u, cmp_use);
     *out = u;
     *n_out = n;
     return 0;
@@ -304,7 +306,7 @@ int partd_plan_run(const partd_request *req, const partd_cancel *cancel, partd_p
         if (rc == PARTD_ECANCELLED)
             partd_problem_set(problem, 409, "cancelled", "Cancelled",
                               "the job was cancelled while planning");
-        else if (rc == PARTD_ETIMEOUT)
+        else if (rc == PARTD_ETIMEOUT && !problem->status)
             partd_problem_set(problem, 422, "job-timeout", "Job timed out",
                               "planning did not finish within the job time limit");
         else if (rc == PARTD_ENOMEM)

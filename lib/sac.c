@@ -32,10 +32,9 @@
 #include "sac_model.h"
 #include "sac_oplevel.h"
 
-/* The solver is given the budget minus this margin (bytes), so that a
- * solution within CBC's feasibility tolerance (~1e-7 GiB, about 100 bytes) is
- * still within the budget when scored exactly. The band it leaves out is
- * searched again without margin when nothing else fits. */
+/* When no rounding of the solver's answer at the budget fits it exactly (the
+ * answer used CBC's feasibility tolerance, ~1e-7 GiB, about 100 bytes), the
+ * solver is run again with the budget minus this margin, whose answers do. */
 #define SOLVER_MARGIN_BYTES 4096.0
 
 typedef enum sac_status {
@@ -214,9 +213,30 @@ static void set_status(sac_answer *a, const partd_sac_milp_out *out)
     a->gap = out->status == PARTD_SAC_SOLVED_OPTIMAL ? 0 : out->gap;
 }
 
-/* Near the minimum peak: solve without the margin, else fall back to the
- * min-peak plan, which fits by construction. */
-static int solve_near_minimum(planner *pl, int64_t cap, raw *x, sac_answer *a)
+/* One min-recompute solve at `solver_cap`; *fitted when a rounding of its
+ * solution fits `cap` exactly (then a->plan and the status are set). */
+static int try_solve(planner *pl, int64_t cap, double solver_cap, raw *x,
+                     sac_answer *a, partd_sac_solve_status *status, int *fitted)
+{
+    partd_sac_milp_out out;
+    int rc = milp(pl, PARTD_SAC_MIN_RECOMPUTE, solver_cap, x, &out);
+    *fitted = 0;
+    *status = out.status;
+    if (rc != PARTD_OK)
+        return rc;
+    if ((out.status == PARTD_SAC_SOLVED_OPTIMAL ||
+         out.status == PARTD_SAC_SOLVED_FEASIBLE) &&
+        round_to_fit(pl->t, x->y, x->r, cap, &a->plan)) {
+        set_status(a, &out);
+        *fitted = 1;
+    }
+    return PARTD_OK;
+}
+
+/* When no rounding of the solver's answers fits: the budget sits within the
+ * solver's tolerance of the least peak. The min-peak plan fits whenever
+ * anything does. */
+static int fall_back_to_min_peak(planner *pl, int64_t cap, raw *x, sac_answer *a)
 {
     int rc = ensure_min_peak(pl, x);
     if (rc != PARTD_OK)
@@ -225,20 +245,36 @@ static int solve_near_minimum(planner *pl, int64_t cap, raw *x, sac_answer *a)
         a->status = SAC_INFEASIBLE;
         return PARTD_OK;
     }
-    partd_sac_milp_out out;
-    rc = milp(pl, PARTD_SAC_MIN_RECOMPUTE, (double)cap, x, &out);
-    if (rc != PARTD_OK)
-        return rc;
-    if ((out.status == PARTD_SAC_SOLVED_OPTIMAL ||
-         out.status == PARTD_SAC_SOLVED_FEASIBLE) &&
-        round_to_fit(pl->t, x->y, x->r, cap, &a->plan)) {
-        set_status(a, &out);
-        return PARTD_OK;
-    }
     copy_plan(pl->t->n, &pl->min_plan, &a->plan);
     a->status = SAC_FEASIBLE;
     a->gap = 0;
     return PARTD_OK;
+}
+
+/* Solves at the budget itself (so that an optimum on the 4-decimal grid is
+ * reported as is); when rounding cannot make that answer fit, solves again
+ * with SOLVER_MARGIN_BYTES of slack. */
+static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
+{
+    partd_sac_solve_status st;
+    int fitted = 0;
+    int rc = try_solve(pl, cap, (double)cap, x, a, &st, &fitted);
+    if (rc != PARTD_OK || fitted)
+        return rc;
+    if (st == PARTD_SAC_SOLVED_NONE) {
+        a->status = SAC_NO_SOLUTION;
+        return PARTD_OK;
+    }
+    if (st != PARTD_SAC_SOLVED_INFEASIBLE) {
+        rc = try_solve(pl, cap, (double)cap - SOLVER_MARGIN_BYTES, x, a, &st, &fitted);
+        if (rc != PARTD_OK || fitted)
+            return rc;
+        if (st == PARTD_SAC_SOLVED_NONE) {
+            a->status = SAC_NO_SOLUTION;
+            return PARTD_OK;
+        }
+    }
+    return fall_back_to_min_peak(pl, cap, x, a);
 }
 
 /* The min-recompute plan whose peak is at most cap bytes. */
@@ -250,25 +286,12 @@ static int solve_at_cap(planner *pl, int64_t cap, raw *x, sac_answer *a)
     a->budget_bytes = cap + t->reserve_bytes;
     a->gap = 0;
     int rc = PARTD_OK;
-    if (pl->baseline <= cap) {
+    if (pl->baseline <= cap)
         a->status = SAC_OPTIMAL; /* no recomputation at all: the optimum */
-    } else if (t->n_eligible == 0 || (pl->has_min_peak && pl->min_peak > cap)) {
+    else if (t->n_eligible == 0 || (pl->has_min_peak && pl->min_peak > cap))
         a->status = SAC_INFEASIBLE;
-    } else {
-        partd_sac_milp_out out;
-        rc = milp(pl, PARTD_SAC_MIN_RECOMPUTE, (double)cap - SOLVER_MARGIN_BYTES,
-                  x, &out);
-        if (rc != PARTD_OK)
-            return rc;
-        if (out.status == PARTD_SAC_SOLVED_NONE) {
-            a->status = SAC_NO_SOLUTION;
-        } else if (out.status != PARTD_SAC_SOLVED_INFEASIBLE &&
-                   round_to_fit(t, x->y, x->r, cap, &a->plan)) {
-            set_status(a, &out);
-        } else {
-            rc = solve_near_minimum(pl, cap, x, a);
-        }
-    }
+    else
+        rc = solve_milps(pl, cap, x, a);
     if (rc == PARTD_OK && (a->status == SAC_OPTIMAL || a->status == SAC_FEASIBLE))
         score_answer(t, a);
     return rc;
@@ -415,10 +438,18 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
     res->main.budget_bytes = req->options.sac.memory_budget_bytes;
     if (res->main.status == SAC_NO_SOLUTION)
         return no_plan(req, problem);
-    if (res->main.status == SAC_INFEASIBLE || req->options.sac.frontier_points) {
+    int infeasible = res->main.status == SAC_INFEASIBLE;
+    int want_frontier = req->options.sac.frontier_points >= 2;
+    if (infeasible || want_frontier) {
         rc = ensure_min_peak(pl, x);
-        if (rc == PARTD_ETIMEOUT && partd_cancel_check(pl->cancel) == PARTD_OK)
-            return no_plan(req, problem);
+        if (rc == PARTD_ETIMEOUT && partd_cancel_check(pl->cancel) == PARTD_OK) {
+            /* The diagnosis needs the least peak; a frontier without its
+             * first point is left out, the plan itself stands. */
+            if (infeasible)
+                return no_plan(req, problem);
+            want_frontier = 0;
+            rc = PARTD_OK;
+        }
         if (rc != PARTD_OK)
             return rc;
     }
@@ -427,7 +458,7 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
         if (rc != PARTD_OK)
             return rc;
     }
-    if (req->options.sac.frontier_points >= 2)
+    if (want_frontier)
         rc = frontier(pl, req->options.sac.frontier_points, res, x);
     return rc;
 }

@@ -27,10 +27,13 @@
 
 #include <coin/Cbc_C_Interface.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "cancel.h"
 #include "partd.h"
 
 #define GIB 1073741824.0
@@ -171,11 +174,10 @@ done:
     return m;
 }
 
-/* Single-threaded, fixed seeds, silent, wall-clock limit: the same model
- * gives the same answer on every run (unless the time limit cuts it). */
-static void configure(Cbc_Model *m, double time_limit_s, double relative_gap)
+/* Single-threaded, fixed seeds, silent: the same model gives the same answer
+ * on every run (unless the time limit cuts it). The limit is set by run(). */
+static void configure(Cbc_Model *m, double relative_gap)
 {
-    char buf[64];
     Cbc_setLogLevel(m, 0);
     Cbc_setParameter(m, "log", "0");
     Cbc_setParameter(m, "slog", "0");
@@ -183,11 +185,47 @@ static void configure(Cbc_Model *m, double time_limit_s, double relative_gap)
     Cbc_setParameter(m, "randomSeed", "1234567");
     Cbc_setParameter(m, "randomCbcSeed", "1234567");
     Cbc_setParameter(m, "timeMode", "elapsed");
-    snprintf(buf, sizeof buf, "%.6f", time_limit_s > 0.001 ? time_limit_s : 0.001);
-    Cbc_setParameter(m, "sec", buf);
-    Cbc_setMaximumSeconds(m, time_limit_s > 0.001 ? time_limit_s : 0.001);
     Cbc_setAllowableFractionGap(m, relative_gap);
     Cbc_setAllowableGap(m, 1e-9);
+}
+
+/* CBC's driver (CbcMain0/CbcMain1, behind Cbc_solve) keeps state in globals
+ * and is not safe to run in two threads at once (coin-or/Cbc#332), while the
+ * daemon plans several jobs at once: solves take turns on this lock. It is
+ * the library's only global, and it guards the solver's, not partd's, state. */
+static pthread_mutex_t solver_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Takes the solver lock within time_limit_s; 0 on success. */
+static int lock_solver(double time_limit_s)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double whole = floor(time_limit_s);
+    until.tv_sec += (time_t)whole;
+    until.tv_nsec += (long)((time_limit_s - whole) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return pthread_mutex_timedlock(&solver_lock, &until);
+}
+
+/* Solves under the lock with what is left of time_limit_s (wall clock). */
+static int solve_locked(Cbc_Model *m, double time_limit_s)
+{
+    int64_t start = partd_monotonic_ns();
+    if (time_limit_s <= 0 || lock_solver(time_limit_s) != 0)
+        return -1;
+    double left = time_limit_s - (double)(partd_monotonic_ns() - start) / 1e9;
+    if (left < 0.001)
+        left = 0.001;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.6f", left);
+    Cbc_setParameter(m, "sec", buf);
+    Cbc_setMaximumSeconds(m, left);
+    Cbc_solve(m);
+    pthread_mutex_unlock(&solver_lock);
+    return 0;
 }
 
 static double relative_gap(double obj, double bound)
@@ -200,12 +238,16 @@ static double relative_gap(double obj, double bound)
 
 /* Runs CBC; fills status/objective/gap and returns the column solution or
  * NULL (no solution). */
-static const double *run(Cbc_Model *m, partd_sac_solve_status *status,
-                         double *objective, double *gap)
+static const double *run(Cbc_Model *m, double time_limit_s,
+                         partd_sac_solve_status *status, double *objective,
+                         double *gap)
 {
-    Cbc_solve(m);
     *objective = 0;
     *gap = 0;
+    if (solve_locked(m, time_limit_s) != 0) {
+        *status = PARTD_SAC_SOLVED_NONE; /* no turn at the solver in time */
+        return NULL;
+    }
     if (Cbc_isProvenInfeasible(m)) {
         *status = PARTD_SAC_SOLVED_INFEASIBLE;
         return NULL;
@@ -382,8 +424,8 @@ int partd_sac_milp_solve(const partd_sac_tree *t, const partd_sac_milp_params *p
     Cbc_Model *m = load(&b);
     if (!m)
         goto done;
-    configure(m, p->time_limit_s, min_peak ? 0 : p->relative_gap);
-    const double *x = run(m, &out->status, &out->objective, &out->gap);
+    configure(m, min_peak ? 0 : p->relative_gap);
+    const double *x = run(m, p->time_limit_s, &out->status, &out->objective, &out->gap);
     if (x)
         extract(t, &c, x, p->goal, out);
     if (min_peak)
@@ -428,9 +470,12 @@ int partd_sac_knapsack_solve(uint32_t n, const double *value,
     Cbc_Model *m = load(&b);
     if (!m)
         goto done;
-    configure(m, time_limit_s, 0);
+    configure(m, 0);
+    /* Tight tolerances: the answer is checked in integer bytes afterwards. */
+    Cbc_setParameter(m, "primalTolerance", "1e-9");
+    Cbc_setParameter(m, "integerTolerance", "1e-9");
     double obj, gap;
-    const double *sol = run(m, status, &obj, &gap);
+    const double *sol = run(m, time_limit_s, status, &obj, &gap);
     for (uint32_t i = 0; sol && i < n; i++)
         x[i] = sol[cols_idx[i]] > 0.5;
     rc = Cbc_status(m) == 2 ? PARTD_EINTERNAL : PARTD_OK;

@@ -118,18 +118,29 @@ static int solve_groups(groups *g, int64_t room, double time_limit_s,
     uint8_t *x = calloc(g->n_free, 1);
     if (!x)
         return PARTD_ENOMEM;
-    partd_sac_solve_status st = PARTD_SAC_SOLVED_NONE;
-    int rc = partd_sac_knapsack_solve(g->n_free, g->value, g->weight, (double)room,
+    /* Weights are integers: an answer over `room` by the solver's tolerance
+     * is cut off by lowering the capacity below it, and solved again. */
+    double cap = (double)room;
+    int rc = PARTD_OK;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        partd_sac_solve_status st = PARTD_SAC_SOLVED_NONE;
+        rc = partd_sac_knapsack_solve(g->n_free, g->value, g->weight, cap,
                                       time_limit_s, x, &st);
-    if (rc == PARTD_OK && st != PARTD_SAC_SOLVED_OPTIMAL)
-        rc = st == PARTD_SAC_SOLVED_INFEASIBLE ? PARTD_EINTERNAL : PARTD_ETIMEOUT;
-    int64_t used = 0;
-    for (uint32_t k = 0; rc == PARTD_OK && k < g->n_free; k++) {
-        fix[g->free_rep[k]] = (int8_t)x[k];
-        used += x[k] ? g->weight_exact[k] : 0;
+        if (rc == PARTD_OK && st != PARTD_SAC_SOLVED_OPTIMAL)
+            rc = st == PARTD_SAC_SOLVED_INFEASIBLE ? PARTD_EINTERNAL : PARTD_ETIMEOUT;
+        if (rc != PARTD_OK)
+            break;
+        int64_t used = 0;
+        for (uint32_t k = 0; k < g->n_free; k++)
+            used += x[k] ? g->weight_exact[k] : 0;
+        if (used <= room) {
+            for (uint32_t k = 0; k < g->n_free; k++)
+                fix[g->free_rep[k]] = (int8_t)x[k];
+            break;
+        }
+        cap = (double)room - (double)(used - room) - 0.5;
+        rc = PARTD_EINTERNAL; /* unless a later attempt fits */
     }
-    if (rc == PARTD_OK && used > room) /* the solver's tolerance, never accepted */
-        rc = PARTD_EINTERNAL;
     free(x);
     return rc;
 }

@@ -123,6 +123,10 @@ static void test_valid_tree(void **state)
             assert_string_equal(partd_str(&st, mods->mods[mods->mods[i].parent].fqn),
                                 parent[i]);
     }
+    for (uint32_t i = 0; i < 6; i++)
+        assert_int_equal(partd_modules_find(mods, mods->mods[i].fqn), i);
+    assert_int_equal(partd_modules_find(mods, partd_strtab_intern(&st, "M.c", 3)),
+                     PARTD_NONE);
     /* "M.a" is not an ancestor of "M.ab"; it is of "M.a.x". */
     assert_false(partd_modules_is_ancestor(mods, 1, 4));
     assert_true(partd_modules_is_ancestor(mods, 1, 3));
@@ -391,6 +395,32 @@ static void test_sac_stats_errors(void **state)
     expect_error(m, ptr, "missing");
 }
 
+/* act_grad_per_module is a difference of snapshots in PyTorch: it may be
+ * negative; other byte counts may not. */
+static void test_negative_act_grad(void **state)
+{
+    (void)state;
+    json_t *m = valid_modules();
+    json_object_set_new(stat_of(m, "M.a"), "act_grad_per_module", json_integer(-300));
+    partd_strtab st;
+    partd_strtab_init(&st);
+    partd_problem pb;
+    partd_problem_init(&pb);
+    struct partd_modules *mods = NULL;
+    assert_int_equal(partd_modules_decode(m, &st, &pb, &mods, NULL), PARTD_OK);
+    assert_int_equal(mods->mods[1].act_grad_per_module, -300);
+    partd_modules_free(mods);
+    partd_problem_free(&pb);
+    partd_strtab_free(&st);
+    json_decref(m);
+    m = valid_modules();
+    size_t idx = stat_index(m, "M.a");
+    json_object_set_new(stat_of(m, "M.a"), "act_fw_per_module", json_integer(-1));
+    char ptr[96];
+    snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu/act_fw_per_module", idx);
+    expect_error(m, ptr, "between 0 and 2^53");
+}
+
 /* Every error is reported, not only the first. */
 static void test_reports_all_errors(void **state)
 {
@@ -423,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_duplicates_and_orders),
         cmocka_unit_test(test_root_first),
         cmocka_unit_test(test_sac_stats_errors),
+        cmocka_unit_test(test_negative_act_grad),
         cmocka_unit_test(test_reports_all_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

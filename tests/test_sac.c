@@ -21,6 +21,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,7 @@ typedef struct topts {
     int ac[MAXM], fsdp[MAXM];
     int op_level;
     uint32_t frontier;
+    double relative_gap;
 } topts;
 
 static json_t *reals_json(const double *v, int n)
@@ -178,7 +180,7 @@ static partd_request *make_request(const ttree *t, const topts *o)
     so->memory_budget_bytes = o->budget;
     so->world_size = o->world_size ? o->world_size : 1;
     so->time_limit_ms = 20000;
-    so->relative_gap = 0;
+    so->relative_gap = o->relative_gap;
     so->op_level = o->op_level;
     so->frontier_points = o->frontier;
     so->has_ac_units = o->n_ac > 0;
@@ -625,7 +627,11 @@ static void random_tree(ttree *t, int n)
             p = (int)irand(0, i - 1);
         while (kids[p] >= 6);
         t->m[i].parent = p;
-        snprintf(t->m[i].fqn, sizeof t->m[i].fqn, "%s.%s", t->m[p].fqn, names[kids[p]++]);
+        /* depth <= 10 and names of <= 2 bytes: always fits */
+        size_t len = strlen(t->m[p].fqn);
+        memcpy(t->m[i].fqn, t->m[p].fqn, len);
+        t->m[i].fqn[len] = '.';
+        strcpy(t->m[i].fqn + len + 1, names[kids[p]++]);
     }
     for (int i = 0; i < n; i++) {
         tmod *m = &t->m[i];
@@ -633,7 +639,7 @@ static void random_tree(ttree *t, int n)
         m->param = i == 0 ? irand(0, 1000000000) : irand(0, 100000000);
         m->grad_total = irand(0, 500000000);
         m->act_total = irand(100000000, 2000000000);
-        m->act_grad = irand(0, 500000000);
+        m->act_grad = irand(-5000000, 500000000); /* may be < 0, as in PyTorch */
         if (m->leaf) {
             m->act_fw = irand(0, 100000000);
             continue;
@@ -742,6 +748,83 @@ static void test_op_level_rules(void **state)
     assert_false(feasible);
 }
 
+/* Op-level policies against enumeration of every save/recompute vector on
+ * random SACStats (up to 12 ops, bytes up to 2^40): same optimum. */
+static void test_op_level_brute_force(void **state)
+{
+    (void)state;
+    rng_state = 424242;
+    int solved = 0;
+    for (int it = 0; it < 300; it++) {
+        uint32_t n = (uint32_t)irand(1, 12);
+        double rt[12];
+        int64_t mem[12];
+        uint32_t names[12] = { 0 }, view[12], rnd_ops[12], ip_op[12], ip_par[12];
+        uint32_t nv = 0, nr = 0, ni = 0;
+        int64_t total = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            rt[i] = unif(0, 20);
+            mem[i] = irand(0, 3) == 0 ? 0 : irand(1, (int64_t)1 << 40);
+            total += mem[i];
+            int kind = (int)irand(0, 9);
+            if (kind == 0)
+                view[nv++] = i;
+            else if (kind == 1)
+                rnd_ops[nr++] = i;
+            else if (kind == 2) {
+                ip_op[ni] = i;
+                ip_par[ni++] = (uint32_t)irand(0, i);
+            }
+        }
+        partd_sac_stats s = { n, names, rt, mem, nv, nr, 0, ni, view, rnd_ops, NULL,
+                              ip_op, ip_par, (int)irand(0, 1) };
+        double budget = unif(0, 1);
+        int64_t room = (int64_t)ceil(budget * (double)total);
+        double best = -1;
+        for (uint32_t mask = 0; mask < (1u << n); mask++) {
+            int ok = 1;
+            int64_t used = 0;
+            double val = 0;
+            for (uint32_t k = 0; k < nv; k++)
+                ok &= !(mask >> view[k] & 1);
+            for (uint32_t k = 0; k < nr; k++)
+                ok &= s.force_store_random ? (mask >> rnd_ops[k] & 1)
+                                           : ((mask >> rnd_ops[k] & 1) ==
+                                              (mask >> rnd_ops[0] & 1));
+            for (uint32_t k = 0; k < ni; k++)
+                ok &= ip_op[k] == ip_par[k] ? (mask >> ip_op[k] & 1)
+                                            : ((mask >> ip_op[k] & 1) ==
+                                               (mask >> ip_par[k] & 1));
+            for (uint32_t i = 0; i < n; i++)
+                if (mask >> i & 1) {
+                    used += mem[i];
+                    val += rt[i];
+                }
+            if (ok && used <= room && val > best)
+                best = val;
+        }
+        uint8_t got[12];
+        int feasible = 0;
+        assert_int_equal(partd_sac_op_policy(&s, budget, 10, got, &feasible), PARTD_OK);
+        assert_int_equal(feasible, best >= 0);
+        if (!feasible)
+            continue;
+        int64_t used = 0;
+        double val = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (got[i]) {
+                used += mem[i];
+                val += rt[i];
+            }
+        assert_true(used <= room);
+        for (uint32_t k = 0; k < nv; k++)
+            assert_int_equal(got[view[k]], 0);
+        assert_true(fabs(val - best) <= 1e-9 * (1 + best));
+        solved++;
+    }
+    assert_true(solved > 150);
+}
+
 /* The planner against the brute force on random trees. */
 static void test_brute_force_random(void **state)
 {
@@ -812,6 +895,40 @@ static void small_tree(ttree *t)
     int pre[5] = { 0, 1, 3, 2, 4 }, post[5] = { 2, 1, 4, 3, 0 };
     memcpy(t->pre, pre, sizeof pre);
     memcpy(t->post, post, sizeof post);
+}
+
+/* With a relative gap the planner may stop early: the plan is still valid,
+ * and within the gap of the optimum. */
+static void test_relative_gap(void **state)
+{
+    (void)state;
+    rng_state = 31337;
+    for (int it = 0; it < 40; it++) {
+        ttree t;
+        random_tree(&t, (int)irand(4, MAXM));
+        topts o;
+        random_opts(&t, &o);
+        o.relative_gap = 0.5;
+        int64_t reserve = reserve_of(&t, &o);
+        brute probe = brute_force(&t, &o, INT64_MAX / 4);
+        int64_t base = baseline_of(&t, &o);
+        int64_t cap = probe.min_peak + (base - probe.min_peak) / 3;
+        o.budget = cap + reserve;
+        double best = brute_force(&t, &o, cap).best;
+        json_t *sac = plan_json(&t, &o);
+        double got = check_result(&t, &o, sac);
+        const char *status = json_string_value(json_object_get(sac, "status"));
+        double gap = json_number_value(json_object_get(sac, "gap"));
+        if (isinf(best)) {
+            assert_string_equal(status, "infeasible");
+        } else {
+            assert_true(strcmp(status, "optimal") == 0 || strcmp(status, "feasible") == 0);
+            assert_true(gap >= 0 && gap <= 0.5 + 1e-9);
+            assert_true(strcmp(status, "optimal") != 0 || gap == 0);
+            assert_true(got >= best - 1e-6 && got <= 2 * best + tolerance(&t));
+        }
+        json_decref(sac);
+    }
 }
 
 static void test_budget_above_baseline(void **state)
@@ -1054,12 +1171,174 @@ static void test_cancel(void **state)
     free_request(req);
 }
 
+
+/* Several plans at once (the daemon's worker pool): every thread gets the
+ * same document as a plan made alone. */
+typedef struct concurrent_job {
+    const partd_request *req;
+    char *text;
+} concurrent_job;
+
+static void *plan_thread(void *arg)
+{
+    concurrent_job *job = arg;
+    for (int k = 0; k < 3; k++) {
+        struct partd_sac_result *res = NULL;
+        partd_problem pb;
+        partd_problem_init(&pb);
+        if (partd_sac_plan(job->req, NULL, &res, &pb) == PARTD_OK) {
+            json_t *j = partd_sac_result_to_json(job->req, res);
+            char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+            if (!job->text)
+                job->text = text;
+            else if (strcmp(job->text, text) != 0)
+                job->text[0] = '!'; /* a run disagreed */
+            if (text != job->text)
+                free(text);
+            json_decref(j);
+        }
+        partd_sac_result_free(res);
+        partd_problem_free(&pb);
+    }
+    return NULL;
+}
+
+static void test_concurrent_plans(void **state)
+{
+    (void)state;
+    rng_state = 99;
+    ttree t;
+    random_tree(&t, MAXM);
+    topts o;
+    random_opts(&t, &o);
+    o.frontier = 5;
+    o.budget = baseline_of(&t, &o) * 4 / 5;
+    json_t *alone = plan_json(&t, &o);
+    char *want = json_dumps(alone, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(alone);
+    partd_request *req = make_request(&t, &o);
+    enum { N = 4 };
+    pthread_t th[N];
+    concurrent_job jobs[N];
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (concurrent_job){ req, NULL };
+        assert_int_equal(pthread_create(&th[i], NULL, plan_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        assert_non_null(jobs[i].text);
+        assert_string_equal(jobs[i].text, want);
+        free(jobs[i].text);
+    }
+    free(want);
+    free_request(req);
+}
+
+/* ---- end to end: request JSON -> decode -> plan -> result document ------ */
+
+static char *request_text(const ttree *t, const char *sac_options, int with_modules)
+{
+    char *mods = tree_text(t);
+    size_t cap = strlen(mods) + strlen(sac_options) + 1024;
+    char *req = malloc(cap);
+    snprintf(req, cap,
+             "{\"graph\":{\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\"},"
+             "{\"name\":\"f\",\"op\":\"call_function\",\"inputs\":[\"x\"],"
+             "\"output_bytes\":8},{\"name\":\"out\",\"op\":\"output\",\"inputs\":[\"f\"]}]"
+             "%s%s},\"devices\":[{\"name\":\"gpu0\",\"memory_bytes\":4000000000},"
+             "{\"name\":\"gpu1\",\"memory_bytes\":3000000000}],"
+             "\"options\":{\"mode\":\"size_based\",\"sac\":%s}}",
+             with_modules ? ",\"modules\":" : "", with_modules ? mods : "", sac_options);
+    free(mods);
+    return req;
+}
+
+static void test_end_to_end(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    topts o = { 0 };
+    o.world_size = 1;
+    o.budget = brute_force(&t, &o, INT64_MAX / 4).min_peak + 20000000;
+    char opts[256];
+    snprintf(opts, sizeof opts,
+             "{\"memory_budget_bytes\":%lld,\"op_level\":true,\"frontier_points\":3}",
+             (long long)o.budget);
+    char *text = request_text(&t, opts, 1);
+    int rc = 0;
+    partd_problem pb;
+    char *a = tu_plan_json(text, &rc, &pb);
+    assert_int_equal(rc, PARTD_OK);
+    partd_problem_free(&pb);
+    char *b = tu_plan_json(text, &rc, &pb);
+    partd_problem_free(&pb);
+    assert_string_equal(a, b); /* byte-identical */
+    json_t *doc = json_loads(a, 0, NULL);
+    assert_non_null(doc);
+    /* "sac" is the last member of the result document */
+    const char *last = NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(doc, key, v)
+        last = key;
+    assert_string_equal(last, "sac");
+    json_t *sac = json_object_get(doc, "sac");
+    check_result(&t, &o, sac);
+    assert_string_equal(json_string_value(json_object_get(sac, "status")), "optimal");
+    assert_int_equal(json_array_size(json_object_get(sac, "frontier")), 3);
+    assert_true(json_is_object(json_object_get(sac, "op_policies")));
+    json_decref(doc);
+    free(a);
+    free(b);
+    free(text);
+
+    /* the default budget is the smallest device's memory */
+    text = request_text(&t, "{}", 1);
+    a = tu_plan_json(text, &rc, &pb);
+    assert_int_equal(rc, PARTD_OK);
+    partd_problem_free(&pb);
+    doc = json_loads(a, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "sac"),
+                                                        "budget_bytes")),
+                     3000000000LL);
+    json_decref(doc);
+    free(a);
+    free(text);
+}
+
+static void test_end_to_end_errors(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    char *text = request_text(&t, "{\"ac_units\":[\"T.b0\",\"T.b\"]}", 1);
+    int rc = 0;
+    partd_problem pb;
+    char *out = tu_plan_json(text, &rc, &pb);
+    assert_null(out);
+    assert_int_equal(rc, PARTD_EINVALID);
+    tu_assert_error(&pb, "/options/sac/ac_units/1", "T.b");
+    partd_problem_free(&pb);
+    free(text);
+
+    text = request_text(&t, "{\"memory_budget_bytes\":1000}", 0);
+    out = tu_plan_json(text, &rc, &pb);
+    assert_null(out);
+    assert_int_equal(rc, PARTD_EINVALID);
+    tu_assert_error(&pb, "/graph/modules", "graph.modules");
+    partd_problem_free(&pb);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pytorch_op_level_cases),
         cmocka_unit_test(test_op_level_rules),
+        cmocka_unit_test(test_op_level_brute_force),
         cmocka_unit_test(test_brute_force_random),
+        cmocka_unit_test(test_relative_gap),
         cmocka_unit_test(test_budget_above_baseline),
         cmocka_unit_test(test_budget_infeasible_and_minimum),
         cmocka_unit_test(test_frontier),
@@ -1067,6 +1346,9 @@ int main(void)
         cmocka_unit_test(test_op_level_end_to_end),
         cmocka_unit_test(test_option_errors),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_concurrent_plans),
+        cmocka_unit_test(test_end_to_end),
+        cmocka_unit_test(test_end_to_end_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

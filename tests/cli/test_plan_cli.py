@@ -109,3 +109,14 @@ def test_unknown_command():
     r = run(["frobnicate"])
     assert r.returncode == 1
     assert b"unknown command" in r.stderr
+
+
+def test_readme_requests_plan():
+    """Every JSON request in README.md is valid and plans."""
+    import re
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    requests = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if '"devices"' in b]
+    assert requests
+    for text in requests:
+        r = run(["plan"], stdin=text.encode())
+        assert r.returncode == 0, r.stderr
