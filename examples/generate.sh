@@ -8,12 +8,18 @@
 # the stored result byte for byte (tests/python/test_schemas.py checks it);
 # re-exporting re-measures the latencies.
 #
-#   examples/generate.sh [PARTD_BIN]        (from anywhere in the tree)
+#   examples/generate.sh [--plan-only] [PARTD_BIN]   (from anywhere in the tree)
+#
+# --plan-only keeps the requests and only plans them again (after a planner
+# change; seconds instead of the exports' minutes).
 set -eu
+PLAN_ONLY=0
+if [ "${1:-}" = "--plan-only" ]; then PLAN_ONLY=1; shift; fi
 PY=${PYTHON:-/usr/bin/python3}
 PARTD=${1:-${PARTD_BIN:-build/partd}}
 EXPORT="$PY tools/partd_export.py"
 cd "$(dirname "$0")/.."
+if [ "$PLAN_ONLY" = 0 ]; then
 mkdir -p examples/resnet50 examples/resnet50-size_based examples/gpt2-small examples/gpt2-sac \
     examples/vit_b_16
 
@@ -51,6 +57,8 @@ $EXPORT tests/python/models.py:gpt2 \
 $EXPORT torchvision.models:vit_b_16 --input 1,3,224,224 --timing-runs 2 \
     --devices a100=40GiB,t4=16GiB@0.33 --mode pipeline --balance-by time \
     -o examples/vit_b_16/request.json
+
+fi
 
 for req in examples/*/request.json; do
     res=${req%request.json}result.json
