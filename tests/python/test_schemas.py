@@ -192,7 +192,9 @@ def test_example_result_is_what_partd_plans(partd_plan_bin, path):
         pytest.skip("this partd build cannot plan the example's mode yet")
     assert proc.returncode == 0, proc.stderr.decode()
     with open(_result_path(path), "rb") as f:
-        assert proc.stdout == f.read()
+        assert proc.stdout == f.read(), (
+            "the stored result is stale: after a planner change run "
+            "`examples/generate.sh --plan-only` and review the diff")
 
 
 # -- schema and decoder agree -------------------------------------------------------
