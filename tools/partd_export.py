@@ -968,6 +968,13 @@ def _options_from_args(args):
         sac["memory_budget_bytes"] = parse_bytes(args.sac_budget)
     if args.sac_op_level:
         sac["op_level"] = True
+    for key, value in (("world_size", args.sac_world_size), ("ac_units", args.sac_ac_unit),
+                       ("fsdp_units", args.sac_fsdp_unit),
+                       ("time_limit_ms", args.sac_time_limit_ms),
+                       ("relative_gap", args.sac_relative_gap),
+                       ("frontier_points", args.sac_frontier_points)):
+        if value is not None:
+            sac[key] = value
     if args.sac or sac:
         options["sac"] = sac
     return options
@@ -1017,7 +1024,13 @@ def main(argv=None):
     p.add_argument("--transfer-rate", type=float, help="bytes per second between devices")
     p.add_argument("--sac", action="store_true", help="add options.sac (needs --module-info)")
     p.add_argument("--sac-budget", help="options.sac.memory_budget_bytes, e.g. 2GiB")
-    p.add_argument("--sac-op-level", action="store_true")
+    p.add_argument("--sac-op-level", action="store_true", help="options.sac.op_level")
+    p.add_argument("--sac-world-size", type=int, help="options.sac.world_size")
+    p.add_argument("--sac-ac-unit", action="append", help="options.sac.ac_units (repeatable)")
+    p.add_argument("--sac-fsdp-unit", action="append", help="options.sac.fsdp_units (repeatable)")
+    p.add_argument("--sac-time-limit-ms", type=float, help="options.sac.time_limit_ms")
+    p.add_argument("--sac-relative-gap", type=float, help="options.sac.relative_gap")
+    p.add_argument("--sac-frontier-points", type=int, help="options.sac.frontier_points")
     args = p.parse_args(argv)
     try:
         kwargs = json.loads(args.kwargs)
@@ -1027,11 +1040,11 @@ def main(argv=None):
             raise ValueError("--devices is required unless --graph-only")
         if args.timing_runs < 1:
             raise ValueError("--timing-runs must be >= 1")
-        if (args.sac or args.sac_budget or args.sac_op_level) and not args.module_info:
+        options = _options_from_args(args)
+        if "sac" in options and not args.module_info:
             raise ValueError("options.sac needs --module-info")
         inputs = [parse_input(s) for s in args.input]
         devices = parse_devices(args.devices) if args.devices else None
-        options = _options_from_args(args)
         model = load_model(args.model, kwargs)
     except (ValueError, json.JSONDecodeError, ImportError, AttributeError) as e:
         print(f"partd_export: {e}", file=sys.stderr)

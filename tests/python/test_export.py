@@ -349,6 +349,24 @@ def test_cli_file_model_with_module_info(tmp_path):
     assert req["options"] == {"sac": {"memory_budget_bytes": 2**20}}
 
 
+def test_cli_every_sac_option(tmp_path):
+    out = tmp_path / "req.json"
+    code = pe.main([os.path.join(ROOT, "tests/python/models.py") + ":gpt2_tiny", "--input", "1,8:int64",
+                    "--devices", "2x1GiB", "--no-timing", "--module-info",
+                    "--sac-budget", "64MiB", "--sac-op-level", "--sac-world-size", "2",
+                    "--sac-ac-unit", "GPT2.h.0", "--sac-ac-unit", "GPT2.h.1",
+                    "--sac-fsdp-unit", "GPT2", "--sac-time-limit-ms", "500",
+                    "--sac-relative-gap", "0.01", "--sac-frontier-points", "3",
+                    "--transfer-rate", "2.5e10", "--param-factor", "4", "-o", str(out)])
+    assert code == 0
+    options = json.loads(out.read_text())["options"]
+    assert options == {
+        "transfer_bytes_per_sec": 2.5e10, "pipeline": {"param_factor": 4.0},
+        "sac": {"memory_budget_bytes": 64 * 2**20, "op_level": True, "world_size": 2,
+                "ac_units": ["GPT2.h.0", "GPT2.h.1"], "fsdp_units": ["GPT2"],
+                "time_limit_ms": 500.0, "relative_gap": 0.01, "frontier_points": 3}}
+
+
 def test_cli_graph_only_to_stdout():
     proc = _export("torch.nn:Identity", "--input", "2,2", "--graph-only", "--no-timing")
     assert proc.returncode == 0, proc.stderr
