@@ -981,19 +981,41 @@ def _options_from_args(args):
 
 
 def dumps(doc):
-    """JSON text of a request or graph: indented, one node per line."""
+    """JSON text of a request or graph: indented, with one line per node, per
+    module order list and per module's statistics."""
     graph = doc.get("graph", doc)
-    nodes = graph.get("nodes")
-    if not isinstance(nodes, list):
-        return json.dumps(doc, indent=1) + "\n"
-    marker = "\u0000partd-nodes\u0000"
-    graph["nodes"] = marker
+    compact = {}  # marker -> text replacing it
+    saved = {}
+
+    def mark(container, key, text):
+        marker = f"\u0000partd-{len(compact)}\u0000"
+        saved[marker] = (container, key, container[key])
+        container[key] = marker
+        compact[json.dumps(marker)] = text
+
+    def lines(items, indent):
+        pad = " " * indent
+        body = ",\n".join(pad + json.dumps(x, separators=(",", ":")) for x in items)
+        return "[\n" + body + "\n" + " " * (indent - 1) + "]"
+
+    if isinstance(graph.get("nodes"), list):
+        mark(graph, "nodes", lines(graph["nodes"], 3))
+    modules = graph.get("modules")
+    if isinstance(modules, dict):
+        if isinstance(modules.get("mod_stats"), list):
+            mark(modules, "mod_stats", lines(modules["mod_stats"], 4))
+        order = modules.get("mod_order")
+        if isinstance(order, dict):
+            for key in list(order):
+                mark(order, key, json.dumps(order[key], separators=(",", ":")))
     try:
         text = json.dumps(doc, indent=1)
     finally:
-        graph["nodes"] = nodes
-    lines = ",\n".join("   " + json.dumps(n, separators=(",", ":")) for n in nodes)
-    return text.replace(json.dumps(marker), "[\n" + lines + "\n  ]") + "\n"
+        for container, key, value in saved.values():
+            container[key] = value
+    for marker, replacement in compact.items():
+        text = text.replace(marker, replacement)
+    return text + "\n"
 
 
 def main(argv=None):
