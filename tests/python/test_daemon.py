@@ -20,7 +20,7 @@ import pytest
 jsonschema = pytest.importorskip("jsonschema")
 
 import partd_client as pc  # noqa: E402
-from conftest import PYTHON, ROOT, TINY_REQUEST, partd_bin  # noqa: E402
+from partd_testlib import PYTHON, ROOT, TINY_REQUEST, partd_bin  # noqa: E402
 
 SCHEMAS = os.path.join(ROOT, "api", "schemas")
 

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, partd_bin
+from partd_testlib import ROOT, partd_bin
 
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 

@@ -14,7 +14,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 import partd_client  # noqa: E402
 import partd_export  # noqa: E402
-from conftest import ROOT, run_plan  # noqa: E402
+from partd_testlib import ROOT, run_plan  # noqa: E402
 
 TOUR = os.path.join(ROOT, "docs", "README-tour.md")
 EXAMPLE = os.path.join(ROOT, "examples", "gpt2-sac", "request.json")

@@ -14,7 +14,7 @@ torchvision = pytest.importorskip("torchvision")
 
 import models  # noqa: E402
 import partd_export as pe  # noqa: E402
-from conftest import PYTHON, ROOT  # noqa: E402
+from partd_testlib import PYTHON, ROOT  # noqa: E402
 
 EXPORTER = os.path.join(ROOT, "tools", "partd_export.py")
 

@@ -38,7 +38,7 @@ from torch.fx.experimental.partitioner_utils import (  # noqa: E402
 from torch.fx.passes.graph_manipulation import size_bytes  # noqa: E402
 
 import partd_export as pe  # noqa: E402
-from conftest import ROOT, run_plan  # noqa: E402
+from partd_testlib import ROOT, run_plan  # noqa: E402
 
 OPS = ("call_module", "call_function", "call_method")
 

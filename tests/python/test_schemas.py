@@ -21,7 +21,7 @@ import pytest
 jsonschema = pytest.importorskip("jsonschema")
 yaml = pytest.importorskip("yaml")
 
-from conftest import ROOT, TINY_REQUEST, run_plan  # noqa: E402
+from partd_testlib import ROOT, TINY_REQUEST, run_plan  # noqa: E402
 
 API = os.path.join(ROOT, "api")
 SCHEMAS = os.path.join(API, "schemas")
