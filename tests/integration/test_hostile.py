@@ -149,6 +149,13 @@ def test_slow_header_sender_is_cut_off_while_others_are_served(make_daemon):
 def test_per_ip_connection_limit(make_daemon):
     d = make_daemon("--max-connections-per-ip", "4")
     held = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(4)]
+    for s in held:
+        # An answered request proves the daemon has accepted (and counts)
+        # the connection; it stays open (keep-alive).
+        s.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while not got.endswith(b'{"status":"ok"}\n'):
+            got += s.recv(4096)
     try:
         extra = socket.create_connection(("127.0.0.1", d.port), timeout=10)
         extra.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
