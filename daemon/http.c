@@ -545,9 +545,10 @@ static enum MHD_Result handle_delete(struct MHD_Connection *c, req_ctx *rc, part
     int err = partd_jobs_cancel(svc->jobs, rc->id, &row);
     if (err == PARTD_OK)
         return send_job(c, rc, 200, &row);
-    if (err != PARTD_STORE_MISSING)
-        return send_store_error(c, rc, err);
-    err = partd_store_get_job(svc->store, rc->id, &row);
+    if (err == PARTD_STORE_CONFLICT)
+        err = partd_jobs_lookup(svc->jobs, rc->id, &row);
+    else if (err == PARTD_STORE_MISSING)
+        err = partd_store_get_job(svc->store, rc->id, &row);
     if (err == PARTD_STORE_MISSING)
         return send_not_found(c, rc);
     if (err != PARTD_OK)
