@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -42,6 +43,7 @@
 #define LIST_MAX_LIMIT 1000
 #define IDEM_KEY_MAX 255
 #define DISCARD_MAX ((uint64_t)16 << 20)
+#define TRIM_AFTER_BYTES ((size_t)1 << 20)
 
 /* One per TCP connection, for the slow-sender deadlines. */
 typedef enum { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWERING } conn_phase;
@@ -1072,6 +1074,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     partd_log("info", "request", f);
     atomic_fetch_sub(&h->inflight, rc->charged);
     free(rc->body);
+    /* After a large body (and its decoded model) the freed memory goes back
+     * to the system rather than staying in the allocator's arenas. */
+    if (rc->cap > TRIM_AFTER_BYTES)
+        malloc_trim(0);
     free(rc);
 }
 

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "jobs.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -576,6 +577,9 @@ static void after_plan(uv_work_t *w, int status)
         }
     }
     run_free(j, r);
+    /* Models and results of large graphs are big; hand the freed memory back
+     * so the resident size returns to its idle level between jobs. */
+    malloc_trim(0);
     maybe_drained(j);
 }
 
