@@ -71,7 +71,9 @@ class Daemon:
                 m = re.search(r"\blistening address=(\S+)|\"event\":\"listening\",\"address\":\"([^\"]+)\"", line)
                 if m:
                     addr = m.group(1) or m.group(2)
-                    self.port = int(addr.rsplit(":", 1)[1])
+                    host, port = addr.rsplit(":", 1)
+                    self.host = host.strip("[]")
+                    self.port = int(port)
                     ready.set()
             ready.set()
 
