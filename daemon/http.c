@@ -43,7 +43,9 @@
 #define LIST_MAX_LIMIT 1000
 #define IDEM_KEY_MAX 255
 #define DISCARD_MAX ((uint64_t)16 << 20)
-#define TRIM_AFTER_BYTES ((size_t)1 << 20)
+#define TRIM_AFTER_BODY_BYTES (1u << 20)
+/* Below this much free space in the data directory /readyz says 503. */
+#define READY_MIN_FREE_BYTES ((uint64_t)16 << 20)
 
 /* One per TCP connection, for the slow-sender deadlines. */
 typedef enum { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWERING } conn_phase;
@@ -340,9 +342,30 @@ static int is_json_type(const char *ct)
 
 /* ---- health, version, metrics ------------------------------------------- */
 
+/* Why the data directory cannot take results now, or NULL: read-only, or
+ * less free space than a large result needs (checked on every probe, so
+ * readiness returns by itself once space does). */
+static const char *store_space_problem(partd_service *svc, char *buf, size_t cap)
+{
+    uint64_t avail = 0;
+    int read_only = 0;
+    if (partd_fs_space(svc->cfg->data_dir, &avail, &read_only) != PARTD_OK)
+        return NULL; /* cannot tell: the store's own health decides */
+    if (read_only)
+        return "the data directory is on a read-only file system";
+    if (avail < READY_MIN_FREE_BYTES) {
+        snprintf(buf, cap, "the data directory has %llu bytes free (at least %llu needed)",
+                 (unsigned long long)avail, (unsigned long long)READY_MIN_FREE_BYTES);
+        return buf;
+    }
+    return NULL;
+}
+
 static int is_ready(partd_service *svc)
 {
+    char buf[128];
     return atomic_load(&svc->phase) == PARTD_PHASE_READY && partd_store_healthy(svc->store) &&
+           !store_space_problem(svc, buf, sizeof buf) &&
            (uint64_t)partd_jobs_queued(svc->jobs) < svc->cfg->queue_max;
 }
 
@@ -350,6 +373,12 @@ static enum MHD_Result handle_readyz(struct MHD_Connection *c, req_ctx *rc, part
 {
     int phase = atomic_load(&svc->phase);
     const char *why = NULL;
+    char space[128];
+    /* After a failed write the store stays unhealthy until a write works:
+     * with space back, try one now so that readiness returns by itself. */
+    if (phase == PARTD_PHASE_READY && !partd_store_healthy(svc->store) &&
+        !store_space_problem(svc, space, sizeof space))
+        partd_store_probe(svc->store);
     if (phase == PARTD_PHASE_STARTING)
         why = "starting: recovering queued jobs";
     else if (phase == PARTD_PHASE_DRAINING)
@@ -358,6 +387,8 @@ static enum MHD_Result handle_readyz(struct MHD_Connection *c, req_ctx *rc, part
         why = "the store cannot be written";
     else if ((uint64_t)partd_jobs_queued(svc->jobs) >= svc->cfg->queue_max)
         why = "the job queue is full";
+    if (!why)
+        why = store_space_problem(svc, space, sizeof space);
     if (why)
         return send_problem(c, rc, 503, "not-ready", "Not ready", why, NULL,
                             MHD_HTTP_HEADER_RETRY_AFTER, "1");
@@ -1074,9 +1105,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     partd_log("info", "request", f);
     atomic_fetch_sub(&h->inflight, rc->charged);
     free(rc->body);
-    /* After a large body (and its decoded model) the freed memory goes back
-     * to the system rather than staying in the allocator's arenas. */
-    if (rc->cap > TRIM_AFTER_BYTES)
+    /* Decoding a large body leaves the JSON tree's many small blocks free
+     * but resident in this thread's malloc arena; hand them back so that
+     * hostile bodies do not ratchet the resident size up. */
+    if (rc->len + rc->discarded >= TRIM_AFTER_BODY_BYTES)
         malloc_trim(0);
     free(rc);
 }

@@ -812,3 +812,21 @@ int partd_store_sweep(partd_store *s, int64_t cutoff_ms, void (*fn)(const char *
     release(c);
     return rc;
 }
+
+int partd_store_probe(partd_store *s)
+{
+    conn *c = writer(s);
+    char sql[96];
+    /* Rewriting the unchanged schema version is a real (one-page) write. */
+    snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; PRAGMA user_version = %d; COMMIT",
+             SCHEMA_VERSION);
+    int rc = PARTD_OK;
+    if (exec(c, sql) == SQLITE_OK) {
+        atomic_store(&s->healthy, 1);
+    } else {
+        exec(c, "ROLLBACK");
+        rc = PARTD_EIO;
+    }
+    release(c);
+    return rc;
+}

@@ -46,6 +46,10 @@ int partd_store_limit_size(partd_store *s, uint64_t max_bytes);
 /* 1 while the last write succeeded. */
 int partd_store_healthy(partd_store *s);
 
+/* A one-page write that turns the store healthy again when it succeeds
+ * (for readiness probes while it is not). PARTD_OK or PARTD_EIO. */
+int partd_store_probe(partd_store *s);
+
 /* Inserts a new job. idem_key/digest may be NULL; body (the request) is kept
  * for unfinished jobs. PARTD_STORE_CONFLICT when idem_key is taken. */
 int partd_store_insert_job(partd_store *s, const partd_job_row *row, const char *idem_key,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "partd.h"
@@ -205,4 +206,14 @@ void *partd_map_remove(partd_map *m, const char *key)
     free(e);
     m->count--;
     return v;
+}
+
+int partd_fs_space(const char *path, uint64_t *avail, int *read_only)
+{
+    struct statvfs vfs;
+    if (statvfs(path, &vfs) != 0)
+        return PARTD_EIO;
+    *avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+    *read_only = (vfs.f_flag & ST_RDONLY) != 0;
+    return PARTD_OK;
 }

@@ -35,6 +35,11 @@ int partd_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
  * no overflow past max. PARTD_OK or PARTD_EINVALID. */
 int partd_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
+/* The file system holding path: *avail bytes an unprivileged writer may
+ * still use, *read_only 1 when it is mounted read-only (also after the
+ * kernel remounted it so on an error). PARTD_OK or PARTD_EIO. */
+int partd_fs_space(const char *path, uint64_t *avail, int *read_only);
+
 /* A chained hash map from NUL-terminated string keys to pointers. The map
  * does not own keys or values; the caller keeps keys alive while mapped. */
 typedef struct partd_map_entry {

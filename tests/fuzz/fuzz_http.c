@@ -1,0 +1,34 @@
+/*
+ * fuzz_http.c - libFuzzer driver: a request line, headers and body sent to
+ * the real daemon running in this process (see http_harness.h for the input
+ * format and the checks). A broken invariant aborts with its sentence.
+ *
+ * Run with -close_fd_mask=2: the daemon logs one line per request on stderr;
+ * libFuzzer then keeps its own output and sanitizer reports on a duplicate.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "http_harness.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    if (partd_fuzz_http_start() != 0)
+        abort();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *bad = partd_fuzz_http_one(data, size);
+    if (bad) {
+        fprintf(stderr, "partd fuzz_http: invariant broken: %s\n", bad);
+        abort();
+    }
+    return 0;
+}

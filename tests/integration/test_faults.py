@@ -1,0 +1,279 @@
+"""Faults under the store: the data directory filling up or turning read-only
+while jobs run, and kill -9 while a result is being written.
+
+Mechanisms (root only; each test skips with the reason when its mechanism is
+unavailable here):
+  full       a small tmpfs as the data directory, filled with a file until
+             ENOSPC, then emptied again;
+  read-only  a loop-mounted ext4 image with errors=remount-ro, switched to
+             read-only by the kernel through /sys/fs/ext4/<dev>/trigger_fs_error
+             (what a real disk error does); afterwards e2fsck and a fresh mount.
+The jobs whose results cannot be stored are "fan-in" graphs (the output reads
+every node, so every pipeline boundary carries many tensors): their result
+documents are several times larger than their requests, so writing one
+needs space that earlier writes did not already reserve in SQLite's WAL.
+Every wait is a bounded poll.
+"""
+import errno
+import json
+import os
+import pathlib
+import signal
+import sqlite3
+import subprocess
+
+import pytest
+
+from hardening_support import PARTD_BIN, chain_request, start_daemon, wait_until  # noqa: F401
+
+STORE_PROBLEM = "store-unavailable"
+
+
+def fanin_request(n_ops, devices, seed):
+    doc = chain_request(n_ops, seed=seed, devices=devices, name=f"fanin{n_ops}-{seed}")
+    doc["graph"]["nodes"][-1]["inputs"] = [f"n{i}" for i in range(n_ops)]
+    for d in doc["devices"]:
+        d["memory_bytes"] *= 40
+    return doc
+
+
+def plan_offline(doc, tmp_path):
+    req = tmp_path / f"offline-{doc['graph']['name']}.json"
+    req.write_text(json.dumps(doc))
+    p = subprocess.run([PARTD_BIN, "plan", str(req)], capture_output=True)
+    assert p.returncode == 0, p.stderr[:500]
+    return p.stdout
+
+
+def integrity_ok(data_dir):
+    db = sqlite3.connect(os.path.join(data_dir, "partd.db"))
+    try:
+        return db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        db.close()
+
+
+def run_cmd(*cmd):
+    return subprocess.run(list(cmd), capture_output=True, text=True)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A 96 MiB tmpfs; skipped when it cannot be mounted here."""
+    mnt = tmp_path / "tmpfs"
+    mnt.mkdir()
+    p = run_cmd("mount", "-t", "tmpfs", "-o", "size=96m,mode=0700", "tmpfs", str(mnt))
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {p.stderr.strip()}")
+    yield mnt
+    run_cmd("umount", "-l", str(mnt))
+
+
+@pytest.fixture
+def ext4(tmp_path):
+    """A loop-mounted ext4 (errors=remount-ro) and its error trigger; skipped
+    when loop devices, mkfs.ext4 or the trigger are unavailable here."""
+    image = tmp_path / "ext4.img"
+    mnt = tmp_path / "ext4"
+    mnt.mkdir()
+    with open(image, "wb") as f:
+        f.truncate(192 << 20)
+    p = run_cmd("mkfs.ext4", "-q", "-F", str(image))
+    if p.returncode != 0:
+        pytest.skip(f"mkfs.ext4 unavailable: {p.stderr.strip()}")
+
+    def mount():
+        return run_cmd("mount", "-o", "loop,errors=remount-ro", str(image), str(mnt))
+
+    p = mount()
+    if p.returncode != 0:
+        pytest.skip(f"cannot loop-mount an ext4 image here: {p.stderr.strip()}")
+    dev = os.path.basename(run_cmd("findmnt", "-no", "SOURCE", str(mnt)).stdout.strip())
+    trigger = pathlib.Path(f"/sys/fs/ext4/{dev}/trigger_fs_error")
+    if not trigger.exists():
+        run_cmd("umount", str(mnt))
+        pytest.skip(f"{trigger} is not available on this kernel")
+
+    class Ext4:
+        path = mnt
+
+        def break_it(self):
+            trigger.write_text("1\n")
+
+        def repair(self):
+            assert run_cmd("umount", str(mnt)).returncode == 0
+            assert run_cmd("e2fsck", "-fy", str(image)).returncode in (0, 1)
+            assert mount().returncode == 0
+
+    yield Ext4()
+    run_cmd("umount", "-l", str(mnt))
+
+
+def fill(path):
+    """Writes a file until the file system says ENOSPC; returns its path."""
+    filler = path / "filler"
+    with open(filler, "wb") as f:
+        block = b"\0" * (1 << 20)
+        try:
+            while True:
+                f.write(block)
+                f.flush()
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+    return filler
+
+
+def finished_job(d, job_id):
+    return d.wait_job(job_id, timeout=120)
+
+
+def assert_store_failure(d, job):
+    """A job whose result could not be stored: failed, with a problem
+    document saying so, also on its result link."""
+    assert job["status"] == "failed", job
+    assert job["error"]["type"].endswith(STORE_PROBLEM), job["error"]
+    assert job["error"]["status"] == 503
+    r = d.request("GET", f"/v1/jobs/{job['id']}/result")
+    assert r.status == 503 and r.json()["type"].endswith(STORE_PROBLEM), r
+
+
+def submit_stored_job(d):
+    r = d.post_job(chain_request(10, name="stored-before"))
+    job = d.wait_job(r.json()["id"])
+    assert job["status"] == "succeeded"
+    res = d.request("GET", f"/v1/jobs/{job['id']}/result")
+    assert res.status == 200
+    return job, res
+
+
+def assert_still_served(d, job, res):
+    again = d.request("GET", f"/v1/jobs/{job['id']}/result")
+    assert again.status == 200 and again.body == res.body
+    assert again.headers["etag"] == res.headers["etag"]
+    assert d.job(job["id"])["status"] == "succeeded"
+
+
+def readyz_reason(d):
+    r = d.request("GET", "/readyz")
+    return r.status == 503 and r.json()["detail"]
+
+
+def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, start_daemon,
+                                                                    tmp_path):
+    data = tmpfs / "data"
+    d = start_daemon("--workers", "1", data_dir=data)
+    stored, stored_result = submit_stored_job(d)
+
+    # Two big-result jobs; with one worker the second waits for the first.
+    docs = [fanin_request(5000, 256, seed) for seed in (1, 2)]
+    ids = []
+    for doc in docs:
+        r = d.post_job(doc)
+        assert r.status == 202, r
+        ids.append(r.json()["id"])
+    wait_until("the first big job to start",
+               lambda: d.job(ids[0])["status"] in ("running", "succeeded"))
+    filler = fill(tmpfs)
+
+    jobs = [finished_job(d, i) for i in ids]
+    # The second one started planning after the disk was full: its result
+    # cannot have been stored. (The first may have finished just before.)
+    assert_store_failure(d, jobs[1])
+    if jobs[0]["status"] != "succeeded":
+        assert_store_failure(d, jobs[0])
+    reason = wait_until("/readyz to report the full data directory", lambda: readyz_reason(d))
+    assert "free" in reason or "store" in reason, reason
+    assert_still_served(d, stored, stored_result)
+    assert d.request("GET", "/livez").status == 200
+
+    # Space returns: readiness comes back by itself, and the failed job,
+    # submitted again, is planned and stored.
+    filler.unlink()
+    wait_until("/readyz to be 200 again", lambda: d.status("/readyz") == 200)
+    r = d.post_job(docs[1])
+    assert r.status == 202, r
+    again = finished_job(d, r.json()["id"])
+    assert again["status"] == "succeeded", again
+    result = d.request("GET", f"/v1/jobs/{again['id']}/result")
+    assert result.status == 200 and result.body == plan_offline(docs[1], tmp_path)
+
+    # A restart finds a consistent store holding everything stored so far.
+    assert d.stop() == 0
+    assert integrity_ok(data)
+    print("status right after each restart:", outcomes)
+    d.start()
+    assert_still_served(d, stored, stored_result)
+    assert d.request("GET", f"/v1/jobs/{again['id']}/result").body == result.body
+    for job_id in ids:  # durably failed, or queued again and planned now
+        job = finished_job(d, job_id)
+        assert job["status"] in ("succeeded", "failed"), job
+        if job["status"] == "failed":
+            assert job["error"]["type"].endswith(STORE_PROBLEM)
+
+
+def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, start_daemon, tmp_path):
+    data = ext4.path / "data"
+    d = start_daemon("--workers", "1", data_dir=data)
+    stored, stored_result = submit_stored_job(d)
+    doc = fanin_request(5000, 256, 3)
+    r = d.post_job(doc)
+    assert r.status == 202, r
+    job_id = r.json()["id"]
+    wait_until("the big job to start", lambda: d.job(job_id)["status"] == "running")
+    ext4.break_it()
+
+    job = finished_job(d, job_id)
+    if job["status"] == "failed":
+        assert_store_failure(d, job)
+    # (It may have finished in the instant before the file system turned.)
+    wait_until("/readyz to report the read-only store", lambda: readyz_reason(d))
+    assert_still_served(d, stored, stored_result)
+    r = d.post_job(chain_request(12, name="while-read-only"))
+    assert r.status == 503 and r.json()["type"].endswith(STORE_PROBLEM), r
+
+    # After repair and a restart: nothing stored is lost, the interrupted
+    # job runs again and gives the offline plan.
+    d.stop()
+    ext4.repair()
+    assert integrity_ok(data)
+    d.start()
+    assert_still_served(d, stored, stored_result)
+    job = finished_job(d, job_id)
+    assert job["status"] == "succeeded", job
+    result = d.request("GET", f"/v1/jobs/{job_id}/result")
+    assert result.body == plan_offline(doc, tmp_path)
+
+
+def test_kill9_while_a_result_is_written_leaves_a_consistent_store(start_daemon, tmp_path):
+    data = tmp_path / "data"
+    d = start_daemon("--workers", "1", data_dir=data)
+    stored, stored_result = submit_stored_job(d)
+    wal = data / "partd.db-wal"
+    outcomes = []
+    for seed in (11, 12, 13):
+        doc = fanin_request(5000, 256, seed)
+        r = d.post_job(doc)
+        assert r.status == 202, r
+        job_id = r.json()["id"]
+        wait_until("the job to start", lambda: d.job(job_id)["status"] == "running")
+        # Planning writes nothing: the next change to the WAL is the result.
+        before = os.stat(wal)
+
+        def result_write_began():
+            now = os.stat(wal)
+            return (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns)
+
+        wait_until("the result write to begin", result_write_began, timeout=120, interval=0)
+        d.kill9()
+        assert integrity_ok(data)
+        d.start()
+        # Committed before the kill (succeeded) or not at all (queued again).
+        outcomes.append(d.job(job_id)["status"])
+        job = finished_job(d, job_id)
+        assert job["status"] == "succeeded", job
+        result = d.request("GET", f"/v1/jobs/{job_id}/result")
+        assert result.status == 200 and result.body == plan_offline(doc, tmp_path)
+        assert_still_served(d, stored, stored_result)
+    assert d.stop() == 0
+    assert integrity_ok(data)
+    print("status right after each restart:", outcomes)
