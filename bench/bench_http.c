@@ -134,9 +134,11 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* Polls until the job has `status` or has finished. */
 static void wait_status(const char *id, const char *status)
 {
-    for (int i = 0; i < 600000 && !job_has_status(id, status); i++)
+    while (!job_has_status(id, status) && !job_has_status(id, "succeeded") &&
+           !job_has_status(id, "failed") && !job_has_status(id, "cancelled"))
         sleep_ms(5);
 }
 
@@ -237,6 +239,7 @@ int main(void)
     int seconds = getenv("BENCH_SECONDS") ? atoi(getenv("BENCH_SECONDS")) : 10;
     int conns = getenv("BENCH_CONNECTIONS") ? atoi(getenv("BENCH_CONNECTIONS")) : 64;
     long workers = sysconf(_SC_NPROCESSORS_ONLN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
     char dir[] = "/tmp/partd-bench-http-XXXXXX";
     if (!mkdtemp(dir))
         die("mkdtemp");
@@ -252,7 +255,7 @@ int main(void)
            probe.p99_ms);
 
     /* A result of about 1 MB from the size_based planner. */
-    partd_gen_spec spec = {60000, 4, 0, 1.5, "size_based", NULL, 1};
+    partd_gen_spec spec = {80000, 4, 0, 1.5, "size_based", NULL, 1};
     size_t len;
     char *req = partd_gen_request(&spec, &len);
     char id[33], path[80];
@@ -275,15 +278,23 @@ int main(void)
     char ids[64][33];
     long n_busy = workers < 64 ? workers : 64;
     for (long i = 0; i < n_busy; i++) {
-        partd_gen_spec big = {1000000, 64, 0, 1.5, "pipeline", NULL, (uint64_t)(100 + i)};
+        /* Memory balancing over thousands of stages: tens of seconds of
+         * planning, longer than the two measurements below. */
+        partd_gen_spec big = {1000000, 8192, 0, 1.5, "pipeline",
+                              "\"pipeline\":{\"balance_by\":\"memory\"}", (uint64_t)(100 + i)};
         req = partd_gen_request(&big, &len);
         if (!req)
             die("out of memory generating a request");
         free(submit(req, len, ids[i]));
         free(req);
     }
-    for (long i = 0; i < n_busy; i++)
+    int busy_before = 1;
+    for (long i = 0; i < n_busy; i++) {
         wait_status(ids[i], "running");
+        busy_before &= job_has_status(ids[i], "running");
+    }
+    if (!busy_before)
+        printf("warning: a 10^6-node plan finished before the measurement started\n");
     wrk_figures busy = wrk("/livez", NULL, seconds, PROBE_CONNECTIONS);
     wrk_figures busy_max = wrk("/livez", NULL, seconds, conns);
     int still = 1;
