@@ -30,6 +30,8 @@ static const opt_def OPTS[] = {
      "address to listen on: IPv4:PORT or [IPv6]:PORT (port 0 = any free port)"},
     {"data-dir", OPT_STRING, offsetof(partd_config, data_dir), "./partd-data", 0, 0,
      "directory of the SQLite store (created if missing)"},
+    {"store-max-bytes", OPT_U64, offsetof(partd_config, store_max_bytes), "0", 0, U64_MAX_SAFE,
+     "cap on the store's size; past it writes fail as on a full disk (0 = no cap)"},
     {"workers", OPT_U64, offsetof(partd_config, workers), NULL, 1, 128,
      "planner threads (default: number of CPUs)"},
     {"http-threads", OPT_U64, offsetof(partd_config, http_threads), "4", 1, 256,

@@ -24,6 +24,7 @@ typedef enum partd_log_format {
 typedef struct partd_config {
     const char *listen;           /* ADDR:PORT, [v6]:PORT */
     const char *data_dir;
+    uint64_t store_max_bytes;     /* 0 = no cap */
     uint64_t workers;             /* planner threads (libuv pool size) */
     uint64_t http_threads;        /* libmicrohttpd thread pool size */
     uint64_t queue_max;           /* jobs waiting before 429 */

@@ -43,6 +43,9 @@
 #define LIST_MAX_LIMIT 1000
 #define IDEM_KEY_MAX 255
 #define DISCARD_MAX ((uint64_t)16 << 20)
+#define TRIM_AFTER_BODY_BYTES (1u << 20)
+/* Below this much free space in the data directory /readyz says 503. */
+#define READY_MIN_FREE_BYTES ((uint64_t)16 << 20)
 
 /* One per TCP connection, for the slow-sender deadlines. */
 typedef enum { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWERING } conn_phase;
@@ -54,9 +57,6 @@ typedef struct conn_rec {
     int cut;
     struct conn_rec *prev, *next;
 } conn_rec;
-#define TRIM_AFTER_BODY_BYTES (1u << 20)
-/* Below this much free space in the data directory /readyz says 503. */
-#define READY_MIN_FREE_BYTES ((uint64_t)16 << 20)
 
 struct partd_http {
     partd_service *svc;
@@ -578,9 +578,10 @@ static enum MHD_Result handle_delete(struct MHD_Connection *c, req_ctx *rc, part
     int err = partd_jobs_cancel(svc->jobs, rc->id, &row);
     if (err == PARTD_OK)
         return send_job(c, rc, 200, &row);
-    if (err != PARTD_STORE_MISSING)
-        return send_store_error(c, rc, err);
-    err = partd_store_get_job(svc->store, rc->id, &row);
+    if (err == PARTD_STORE_CONFLICT)
+        err = partd_jobs_lookup(svc->jobs, rc->id, &row);
+    else if (err == PARTD_STORE_MISSING)
+        err = partd_store_get_job(svc->store, rc->id, &row);
     if (err == PARTD_STORE_MISSING)
         return send_not_found(c, rc);
     if (err != PARTD_OK)

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "jobs.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,10 @@ typedef struct job {
     partd_job_row row;         /* status and times: written under table_lock */
     run *run;
     struct job *run_next;
+    struct job *unsaved_next;  /* finished, but the store refused the write */
 } job;
+
+#define RETRY_MS 1000
 
 enum msg_kind { MSG_SUBMIT, MSG_CANCEL, MSG_STARTED };
 
@@ -84,6 +88,8 @@ struct partd_jobs {
     uv_loop_t *loop;
     uv_async_t wakeup;
     uv_timer_t grace;
+    uv_timer_t retry;          /* store writes that failed */
+    job *unsaved;
     void (*on_drained)(void *ctx);
     void *drained_ctx;
 
@@ -388,48 +394,44 @@ static void problem_for(run *r, partd_problem *p, uint64_t timeout_ms)
     }
 }
 
-/* The store refused a finished run's result (disk full, read-only, I/O
- * error): its jobs fail with a problem saying so instead. Rewrites the rows
- * and returns the new status; *error is a malloc'd problem document. */
-static partd_job_status fail_unstored(const partd_job_row **rows, size_t n, char **error,
-                                      int *error_status)
+static size_t fill_rows(const run *r, partd_job_row *copies, const partd_job_row **rows,
+                        partd_job_status status, int64_t now, const char *error,
+                        int error_status)
+{
+    size_t n = 0;
+    for (const job *jb = r->jobs; jb; jb = jb->run_next) {
+        partd_job_row *c = &copies[n];
+        *c = jb->row; /* shallow: the store only reads it */
+        c->status = status;
+        c->finished_ms = status == PARTD_JOB_QUEUED ? 0 : now;
+        c->summary = status == PARTD_JOB_SUCCEEDED ? r->summary : NULL;
+        c->error = (char *)error;
+        c->error_status = error_status;
+        rows[n++] = c;
+    }
+    return n;
+}
+
+static char *store_failure_problem(int *status)
 {
     partd_problem p;
     partd_problem_init(&p);
     partd_problem_set(&p, 503, "store-unavailable", "Result not stored",
-                      "planning finished but the store could not save the result (the data "
-                      "directory is full, read-only or failing); submit the job again once "
-                      "/readyz answers 200");
-    *error = partd_problem_to_json(&p, NULL);
-    *error_status = 503;
+                      "the plan was computed but the store could not save it (disk full or "
+                      "read-only data directory?); submit the job again once it is fixed");
+    char *text = partd_problem_to_json(&p, NULL);
+    *status = 503;
     partd_problem_free(&p);
-    for (size_t i = 0; i < n; i++) {
-        partd_job_row *c = (partd_job_row *)rows[i];
-        c->status = PARTD_JOB_FAILED;
-        c->summary = NULL;
-        c->error = *error;
-        c->error_status = *error_status;
-    }
-    return PARTD_JOB_FAILED;
+    return text;
 }
 
-/* Keeps a finished job that the store could not record in the table, with
- * its problem document, for polls to see (freed by partd_jobs_free). */
-static void keep_unstored(partd_jobs *j, job *jb, const char *error, int error_status)
-{
-    char *copy = error ? strdup(error) : NULL;
-    pthread_mutex_lock(&j->table_lock);
-    jb->run = NULL;
-    jb->run_next = NULL;
-    jb->row.error = copy;
-    jb->row.error_status = error_status;
-    pthread_mutex_unlock(&j->table_lock);
-    partd_log_msg("error", "job", "job %s finished but the store could not record it; it "
-                  "runs again after a restart", jb->row.id);
-}
+static void on_retry(uv_timer_t *t);
 
 /* Finishes every job of a completed run: store first, then cache and
- * table, so that whatever a poll sees is already durable. */
+ * table, so that whatever a poll sees is already durable. When the store
+ * refuses (disk full, read-only), a computed plan fails with a problem that
+ * says so, and jobs whose final state cannot be written stay in the table
+ * (answering polls) while a timer retries the write. */
 static void finish_run_jobs(partd_jobs *j, run *r)
 {
     partd_job_status status;
@@ -446,71 +448,104 @@ static void finish_run_jobs(partd_jobs *j, run *r)
         error = partd_problem_to_json(&r->problem, NULL);
         error_status = r->problem.status;
     }
-    size_t n = 0;
     partd_job_row *copies = calloc(r->n_jobs + 1, sizeof *copies);
     const partd_job_row **rows = calloc(r->n_jobs + 1, sizeof *rows);
+    int stored = 0;
+    size_t n = 0;
     if (copies && rows) {
-        for (job *jb = r->jobs; jb; jb = jb->run_next) {
-            partd_job_row *c = &copies[n];
-            *c = jb->row; /* shallow: the store only reads it */
-            c->status = status;
-            c->finished_ms = status == PARTD_JOB_QUEUED ? 0 : now;
-            c->summary = status == PARTD_JOB_SUCCEEDED ? r->summary : NULL;
-            c->error = error;
-            c->error_status = error_status;
-            rows[n++] = c;
+        n = fill_rows(r, copies, rows, status, now, error, error_status);
+        if (status == PARTD_JOB_SUCCEEDED) {
+            partd_store_result res = {r->cache_key, r->etag, r->summary, r->result,
+                                      r->result_len};
+            stored = partd_store_finish_jobs(j->svc->store, &res, rows, n) == PARTD_OK;
+            if (!stored) {
+                status = PARTD_JOB_FAILED;
+                error = store_failure_problem(&error_status);
+                n = fill_rows(r, copies, rows, status, now, error, error_status);
+            }
         }
-    }
-    int stored = PARTD_OK;
-    if (status == PARTD_JOB_SUCCEEDED) {
-        partd_store_result res = {r->cache_key, r->etag, r->summary, r->result, r->result_len};
-        stored = partd_store_finish_jobs(j->svc->store, &res, rows, n);
-        if (stored != PARTD_OK) {
-            status = fail_unstored(rows, n, &error, &error_status);
-            stored = partd_store_finish_jobs(j->svc->store, NULL, rows, n);
-        } else {
-            char *summary = strdup(r->summary);
-            if (summary)
-                partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->result,
-                                r->result_len, summary, NULL);
-            else
-                free(r->result);
-            r->result = NULL;
-        }
-    } else if (n > 0) {
-        stored = partd_store_finish_jobs(j->svc->store, NULL, rows, n);
+        if (!stored)
+            stored = partd_store_finish_jobs(j->svc->store, NULL, rows, n) == PARTD_OK;
     }
     free(copies);
     free(rows);
+    if (status == PARTD_JOB_SUCCEEDED) {
+        /* Cached only once stored: a cache hit always has a stored result. */
+        char *summary = strdup(r->summary);
+        if (summary) {
+            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->result, r->result_len,
+                            summary, NULL);
+            r->result = NULL;
+        }
+    }
 
     double secs = (double)(r->end_ns - r->start_ns) / 1e9;
     job *jb = r->jobs;
     while (jb) {
         job *next = jb->run_next;
-        /* A finished job whose state the store refused stays in the table,
-         * so that polls see how it ended (the store still says unfinished,
-         * and a restart runs it again). */
-        int keep = stored != PARTD_OK && status != PARTD_JOB_QUEUED;
-        if (!keep)
+        jb->run = NULL;
+        jb->run_next = NULL;
+        int keep = !stored && status != PARTD_JOB_QUEUED;
+        if (!keep) {
+            /* Polls now read the store, which has the final state. */
             table_remove(j, jb);
+        } else {
+            /* Polls keep reading the table: complete the row first. */
+            pthread_mutex_lock(&j->table_lock);
+            jb->row.summary = status == PARTD_JOB_SUCCEEDED ? strdup(r->summary) : NULL;
+            jb->row.error = error ? strdup(error) : NULL;
+            jb->row.finished_ms = now;
+            jb->row.error_status = error_status;
+            pthread_mutex_unlock(&j->table_lock);
+        }
         if (status != PARTD_JOB_QUEUED) {
             partd_histogram_observe(&j->svc->metrics.job_duration, secs);
-            jb->row.finished_ms = now;
-            if (keep)
-                keep_unstored(j, jb, error, error_status);
             set_status(j, jb, status);
             log_job(jb, "duration_ms", secs * 1000.0);
         } else {
             set_status(j, jb, PARTD_JOB_QUEUED);
             log_job(jb, NULL, 0);
         }
-        if (!keep)
+        if (keep) {
+            jb->unsaved_next = j->unsaved;
+            j->unsaved = jb;
+        } else {
             job_free(jb);
+        }
         jb = next;
     }
+    if (j->unsaved && !uv_is_active((uv_handle_t *)&j->retry))
+        uv_timer_start(&j->retry, on_retry, RETRY_MS, RETRY_MS);
     r->jobs = NULL;
     r->n_jobs = 0;
     free(error);
+}
+
+/* Writes the final state of jobs the store refused earlier. */
+static void on_retry(uv_timer_t *t)
+{
+    partd_jobs *j = t->data;
+    size_t n = 0;
+    for (job *jb = j->unsaved; jb; jb = jb->unsaved_next)
+        n++;
+    const partd_job_row **rows = calloc(n + 1, sizeof *rows);
+    if (!rows)
+        return;
+    n = 0;
+    for (job *jb = j->unsaved; jb; jb = jb->unsaved_next)
+        rows[n++] = &jb->row;
+    int rc = partd_store_finish_jobs(j->svc->store, NULL, rows, n);
+    free(rows);
+    if (rc != PARTD_OK)
+        return;
+    partd_log_msg("info", "store", "saved the final state of %zu job(s) after a store failure", n);
+    while (j->unsaved) {
+        job *jb = j->unsaved;
+        j->unsaved = jb->unsaved_next;
+        table_remove(j, jb);
+        job_free(jb);
+    }
+    uv_timer_stop(&j->retry);
 }
 
 static void after_plan(uv_work_t *w, int status)
@@ -542,6 +577,9 @@ static void after_plan(uv_work_t *w, int status)
         }
     }
     run_free(j, r);
+    /* Models and results of large graphs are big; hand the freed memory back
+     * so the resident size returns to its idle level between jobs. */
+    malloc_trim(0);
     maybe_drained(j);
 }
 
@@ -640,12 +678,11 @@ static void on_cancel(partd_jobs *j, const char *id, cancel_reply *reply)
         reply_cancel(reply, PARTD_STORE_MISSING, NULL);
         return;
     }
-    run *r = jb->run;
-    if (!r) {
-        /* Finished, but the store could not record it (keep_unstored). */
-        reply_cancel(reply, PARTD_EIO, NULL);
+    if (partd_job_finished(jb->row.status)) {
+        reply_cancel(reply, PARTD_STORE_CONFLICT, NULL);
         return;
     }
+    run *r = jb->run;
     detach(r, jb);
     if (r->n_jobs == 0)
         stop_run(j, r);
@@ -712,6 +749,8 @@ partd_jobs *partd_jobs_new(partd_service *svc, uv_loop_t *loop, void (*on_draine
     j->wakeup.data = j;
     uv_timer_init(loop, &j->grace);
     j->grace.data = j;
+    uv_timer_init(loop, &j->retry);
+    j->retry.data = j;
     return j;
 }
 
@@ -719,10 +758,13 @@ void partd_jobs_free(partd_jobs *j)
 {
     if (!j)
         return;
-    /* Only jobs kept by keep_unstored remain in the table at this point. */
-    for (size_t i = 0; i < j->table.n_buckets; i++)
-        for (partd_map_entry *e = j->table.buckets[i]; e; e = e->next)
-            job_free(e->value);
+    /* Never written: the store still has them unfinished, so the next start
+     * plans them again. */
+    while (j->unsaved) {
+        job *jb = j->unsaved;
+        j->unsaved = jb->unsaved_next;
+        job_free(jb);
+    }
     partd_map_free(&j->table);
     partd_map_free(&j->runs_by_key);
     pthread_mutex_destroy(&j->queue_lock);
@@ -804,13 +846,18 @@ int partd_jobs_lookup(partd_jobs *j, const char *id, partd_job_row *out)
 {
     pthread_mutex_lock(&j->table_lock);
     job *jb = partd_map_get(&j->table, id);
+    int rc = jb ? PARTD_OK : PARTD_STORE_MISSING;
     if (jb) {
         *out = jb->row;
-        out->summary = NULL;
+        out->summary = jb->row.summary ? strdup(jb->row.summary) : NULL;
         out->error = jb->row.error ? strdup(jb->row.error) : NULL;
+        if ((jb->row.summary && !out->summary) || (jb->row.error && !out->error)) {
+            partd_job_row_clear(out);
+            rc = PARTD_ENOMEM;
+        }
     }
     pthread_mutex_unlock(&j->table_lock);
-    return jb ? PARTD_OK : PARTD_STORE_MISSING;
+    return rc;
 }
 
 int partd_jobs_cancel(partd_jobs *j, const char *id, partd_job_row *out)
@@ -895,6 +942,7 @@ void partd_jobs_close(partd_jobs *j)
     process_messages(j);
     uv_close((uv_handle_t *)&j->wakeup, on_closed);
     uv_close((uv_handle_t *)&j->grace, on_closed);
+    uv_close((uv_handle_t *)&j->retry, on_closed);
 }
 
 /* ---- recovery ------------------------------------------------------------ */

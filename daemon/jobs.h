@@ -49,13 +49,15 @@ void partd_jobs_unreserve(partd_jobs *j);
  * queued, with a reserved place) to the loop. Takes ownership of req. */
 int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *req);
 
-/* HTTP thread: a copy of an unfinished job, PARTD_STORE_MISSING when the
- * table does not hold it (look in the store). */
+/* HTTP thread: a copy of a job the table holds (unfinished, or finished
+ * while the store refused writes; caller clears it), PARTD_STORE_MISSING
+ * when the table does not hold it (look in the store). */
 int partd_jobs_lookup(partd_jobs *j, const char *id, partd_job_row *out);
 
 /* HTTP thread: cancels an unfinished job and waits for the loop's answer.
  * PARTD_OK with *out the cancelled job, PARTD_STORE_MISSING when the table
- * does not hold it, PARTD_EIO when the loop no longer takes requests. */
+ * does not hold it, PARTD_STORE_CONFLICT when it has finished, PARTD_EIO
+ * when the loop no longer takes requests. */
 int partd_jobs_cancel(partd_jobs *j, const char *id, partd_job_row *out);
 
 /* Loop thread: stop starting jobs; runs get grace_ms to finish, then are

@@ -163,6 +163,10 @@ static int run(server *s)
         fprintf(stderr, "partd serve: %s\n", err);
         return code;
     }
+    if (partd_store_limit_size(s->svc.store, s->cfg.store_max_bytes) != PARTD_OK) {
+        fprintf(stderr, "partd serve: cannot apply --store-max-bytes\n");
+        return PARTD_EXIT_STORE_UNWRITABLE;
+    }
     s->svc.cache = partd_cache_new(s->cfg.cache_max_bytes);
     s->loop_ready = uv_loop_init(&s->loop) == 0;
     if (!s->loop_ready || !s->svc.cache ||

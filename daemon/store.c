@@ -416,6 +416,23 @@ void partd_store_close(partd_store *s)
     free(s);
 }
 
+int partd_store_limit_size(partd_store *s, uint64_t max_bytes)
+{
+    if (max_bytes == 0)
+        return PARTD_OK;
+    conn *c = writer(s);
+    int page = 0;
+    int rc = pragma_int(c, "PRAGMA page_size", &page);
+    if (rc == SQLITE_OK && page > 0) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "PRAGMA max_page_count = %llu",
+                 (unsigned long long)((max_bytes + (uint64_t)page - 1) / (uint64_t)page));
+        rc = exec(c, sql);
+    }
+    release(c);
+    return rc == SQLITE_OK ? PARTD_OK : PARTD_EIO;
+}
+
 int partd_store_healthy(partd_store *s)
 {
     return atomic_load(&s->healthy);

@@ -38,6 +38,11 @@ typedef struct partd_store partd_store;
 partd_store *partd_store_open(const char *dir, char *err, size_t errcap, int *exit_code);
 void partd_store_close(partd_store *s);
 
+/* Caps the database file at about max_bytes (0 = no cap; never below its
+ * current size): writes past it fail as on a full disk. PARTD_OK or
+ * PARTD_EIO. */
+int partd_store_limit_size(partd_store *s, uint64_t max_bytes);
+
 /* 1 while the last write succeeded. */
 int partd_store_healthy(partd_store *s);
 

@@ -71,7 +71,9 @@ class Daemon:
                 m = re.search(r"\blistening address=(\S+)|\"event\":\"listening\",\"address\":\"([^\"]+)\"", line)
                 if m:
                     addr = m.group(1) or m.group(2)
-                    self.port = int(addr.rsplit(":", 1)[1])
+                    host, port = addr.rsplit(":", 1)
+                    self.host = host.strip("[]")
+                    self.port = int(port)
                     ready.set()
             ready.set()
 
@@ -239,19 +241,24 @@ def plan_offline(doc, tmp_path):
     return out.read_bytes()
 
 
-# Exact pipeline search over many stages: seconds of planning for a few MB of
-# JSON, and the planner honours the cancel flag within 100 ms. The tests use
-# them to have a job running (or others waiting) while they act; they act
-# right after seeing the state, far inside those seconds.
+# Exact pipeline search over many stages, balancing memory: seconds of
+# planning for a few MB of JSON, and the planner honours the cancel flag
+# within 100 ms. The tests use them to have a job running (or others waiting)
+# while they act; they act right after seeing the state, far inside those
+# seconds. (If the planner gets much faster, raise the stage counts.)
+def pipeline_request(n_ops, stages, seed):
+    doc = chain_request(n_ops, seed=seed, devices=stages, mode="pipeline", slack=1.5)
+    doc["options"]["pipeline"] = {"balance_by": "memory"}
+    return doc
+
+
 @pytest.fixture(scope="session")
 def slow_body():
-    """~25 s of planning on this machine (100k nodes, 1024 stages)."""
-    return json.dumps(chain_request(100_000, seed=77, devices=1024, mode="pipeline",
-                                    slack=1.5)).encode()
+    """~18 s of planning on this machine (100k nodes, 8192 stages)."""
+    return json.dumps(pipeline_request(100_000, 8192, seed=77)).encode()
 
 
 @pytest.fixture(scope="session")
 def medium_body():
-    """~5 s of planning (100k nodes, 256 stages); run to completion in tests."""
-    return json.dumps(chain_request(100_000, seed=78, devices=256, mode="pipeline",
-                                    slack=1.5)).encode()
+    """Several seconds of planning (100k nodes, 5000 stages); run to completion."""
+    return json.dumps(pipeline_request(100_000, 5000, seed=78)).encode()

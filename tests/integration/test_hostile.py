@@ -149,6 +149,13 @@ def test_slow_header_sender_is_cut_off_while_others_are_served(make_daemon):
 def test_per_ip_connection_limit(make_daemon):
     d = make_daemon("--max-connections-per-ip", "4")
     held = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(4)]
+    for s in held:
+        # An answered request proves the daemon has accepted (and counts)
+        # the connection; it stays open (keep-alive).
+        s.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while not got.endswith(b'{"status":"ok"}\n'):
+            got += s.recv(4096)
     try:
         extra = socket.create_connection(("127.0.0.1", d.port), timeout=10)
         extra.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -208,3 +215,52 @@ def test_inflight_body_budget_refuses_more_uploads(make_daemon):
     deadline = time.monotonic() + 30
     while d.post_job(small).status != 202:
         assert time.monotonic() < deadline
+
+
+def wide_boundaries_request(live=2000, stages=64):
+    """Small request, large result: `live` tensors made at the start and read
+    only at the end are listed at every one of the stage boundaries."""
+    nodes = [{"name": "x", "op": "placeholder", "output_bytes": 8}]
+    for i in range(live):
+        nodes.append({"name": f"t{i}", "op": "call_function", "inputs": ["x"],
+                      "output_bytes": 8, "latency_ms": 1})
+    prev = "x"
+    for i in range(stages * 2):
+        nodes.append({"name": f"s{i}", "op": "call_function", "inputs": [prev],
+                      "output_bytes": 8, "latency_ms": 50})
+        prev = f"s{i}"
+    nodes.append({"name": "sink", "op": "call_function",
+                  "inputs": [prev] + [f"t{i}" for i in range(live)], "output_bytes": 8})
+    nodes.append({"name": "out", "op": "output", "inputs": ["sink"]})
+    return {"graph": {"nodes": nodes},
+            "devices": [{"name": f"d{i}", "memory_bytes": 10 ** 9} for i in range(stages)],
+            "options": {"mode": "pipeline"}}
+
+
+def test_full_store_fails_the_job_clearly_and_keeps_what_is_stored(make_daemon, tmp_path):
+    doc = wide_boundaries_request()
+    body = json.dumps(doc).encode()
+    from conftest import plan_offline
+    result = plan_offline(doc, tmp_path)
+    cap = 2 * len(body) + 200_000
+    assert len(result) > cap
+    d = make_daemon("--store-max-bytes", str(cap))
+    small = chain_request(5, seed=90)
+    ok = d.post_job(small).json()
+    assert d.wait_job(ok["id"])["status"] == "succeeded"
+    before = d.get(f"/v1/jobs/{ok['id']}/result").body
+
+    r = d.post_job(body)
+    assert r.status == 202, r
+    job = d.wait_job(r.json()["id"])
+    assert job["status"] == "failed"
+    assert job["error"]["type"].endswith("store-unavailable")
+    assert job["error"]["status"] == 503
+    assert d.get(f"/v1/jobs/{job['id']}/result").status == 503
+    d.wait_log("finishing jobs failed")
+    # What was stored before is intact and the daemon keeps serving.
+    assert d.get(f"/v1/jobs/{ok['id']}/result").body == before
+    again = d.post_job(chain_request(6, seed=91))
+    assert again.status == 202
+    assert d.wait_job(again.json()["id"])["status"] == "succeeded"
+    assert d.stop() == 0

@@ -210,3 +210,25 @@ def test_systemd_notifications(make_daemon, tmp_path):
     assert d.stop() == 0
     until("STOPPING=1")
     sock.close()
+
+
+def test_ipv6_listen(make_daemon):
+    if not socket_has_ipv6_loopback():
+        pytest.skip("no IPv6 loopback here")
+    d = make_daemon("--listen", "[::1]:0")
+    assert d.host == "::1"
+    assert d.get("/livez").status == 200
+    r = d.post_job(chain_request(4))
+    assert r.status == 202
+    assert d.wait_job(r.json()["id"])["status"] == "succeeded"
+
+
+def socket_has_ipv6_loopback():
+    import socket
+    try:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        s.bind(("::1", 0))
+        s.close()
+        return True
+    except OSError:
+        return False
