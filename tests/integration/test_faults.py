@@ -200,7 +200,6 @@ def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, start
     # A restart finds a consistent store holding everything stored so far.
     assert d.stop() == 0
     assert integrity_ok(data)
-    print("status right after each restart:", outcomes)
     d.start()
     assert_still_served(d, stored, stored_result)
     assert d.request("GET", f"/v1/jobs/{again['id']}/result").body == result.body
