@@ -222,6 +222,7 @@ def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, start_daemon, 
     ext4.break_it()
 
     job = finished_job(d, job_id)
+    print("job when the file system turned read-only:", job["status"])
     if job["status"] == "failed":
         assert_store_failure(d, job)
     # (It may have finished in the instant before the file system turned.)
