@@ -145,7 +145,10 @@ FUZZ_OPTS_modules := -max_len=32768
 # libFuzzer keeps its own output and sanitizer reports on a duplicate.
 FUZZ_OPTS_http    := -max_len=16384 -close_fd_mask=2
 TSAN_BUILD    ?= build-tsan
-TSAN_TESTS    ?= concurren or parallel or cancel or kill or drain or sigterm or cache or idempot or queue
+# Tests that run many threads at once: concurrent submissions and shared
+# runs, cancellation, queue limits, drain, restarts, slow senders.
+TSAN_TESTS    ?= (concurren or parallel or cancel or drain or sigterm or cache or idempot or queue or slow or per_ip or kill9_then) and not test_faults
+TSAN_OPTS     := halt_on_error=0 second_deadlock_stack=1 log_path=$(abspath $(TSAN_BUILD))/report
 
 .PHONY: fuzz-drivers tsan
 
@@ -172,3 +175,14 @@ fuzz-smoke: fuzz
 			-artifact_prefix=$(FUZZ_BUILD)/artifacts/$$d- $(FUZZ_OPTS_$$d) \
 			$(FUZZ_BUILD)/corpus-$$d tests/fuzz/corpus/$$d; \
 	done
+
+# ThreadSanitizer: reports go to build-tsan/report.<pid> (the daemon keeps
+# running so that one test run collects them all); any report fails.
+tsan:
+	$(MAKE) BUILD=$(TSAN_BUILD) CC=clang OPT=-O1 \
+		SANFLAGS="-fsanitize=thread -fno-omit-frame-pointer" $(TSAN_BUILD)/partd
+	@rm -f $(TSAN_BUILD)/report.*
+	PARTD_BIN=$(abspath $(TSAN_BUILD))/partd TSAN_OPTIONS="$(TSAN_OPTS)" \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration -k "$(TSAN_TESTS)"
+	@if ls $(TSAN_BUILD)/report.* >/dev/null 2>&1; then \
+		cat $(TSAN_BUILD)/report.*; echo "ThreadSanitizer reported the above"; exit 1; fi
