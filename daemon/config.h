@@ -28,6 +28,7 @@ typedef struct partd_config {
     uint64_t http_threads;        /* libmicrohttpd thread pool size */
     uint64_t queue_max;           /* jobs waiting before 429 */
     uint64_t max_body_bytes;
+    uint64_t max_inflight_bytes;  /* all request bodies being received */
     uint64_t max_model_bytes;     /* decoded model estimate; 0 = none */
     uint64_t max_nodes;           /* 0 = none */
     uint64_t job_timeout_ms;      /* 0 = none */
@@ -39,7 +40,9 @@ typedef struct partd_config {
     const char *tls_key;
     partd_log_format log_format;
     uint64_t shutdown_grace_ms;
-    uint64_t conn_timeout_s;      /* idle/slow connection cut-off */
+    uint64_t conn_timeout_s;      /* idle connection cut-off */
+    uint64_t header_timeout_s;    /* request line + headers must arrive within */
+    uint64_t request_timeout_s;   /* headers + body must arrive within */
     uint64_t max_connections;
     uint64_t max_connections_per_ip;
     uint64_t conn_memory_bytes;   /* libmicrohttpd per-connection pool */

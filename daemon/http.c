@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,22 +42,40 @@
 #define LIST_DEFAULT_LIMIT 50
 #define LIST_MAX_LIMIT 1000
 #define IDEM_KEY_MAX 255
+#define DISCARD_MAX ((uint64_t)16 << 20)
+
+/* One per TCP connection, for the slow-sender deadlines. */
+typedef enum { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWERING } conn_phase;
+
+typedef struct conn_rec {
+    int fd;
+    conn_phase phase;
+    int64_t phase_start_ns;
+    int cut;
+    struct conn_rec *prev, *next;
+} conn_rec;
 #define TRIM_AFTER_BODY_BYTES (1u << 20)
 /* Below this much free space in the data directory /readyz says 503. */
 #define READY_MIN_FREE_BYTES ((uint64_t)16 << 20)
 
 struct partd_http {
     partd_service *svc;
+    pthread_mutex_t conns_lock;
+    conn_rec *conns;
     struct MHD_Daemon *daemon;
     int listen_fd;
     char address[128];
     char *tls_cert, *tls_key;
     struct MHD_Response *livez;
     struct MHD_Response *version;
+    /* Bytes of request bodies held right now, against --max-inflight-bytes:
+     * many large uploads at once cannot exhaust memory. */
+    atomic_uint_fast64_t inflight;
 };
 
 typedef struct req_ctx {
     int64_t start_ns;
+    conn_rec *conn;
     char path[256];            /* without the query, truncated, for the log */
     int routed;
     partd_route route;
@@ -65,9 +84,84 @@ typedef struct req_ctx {
     int status;                /* the answer's status code, 0 = none yet */
     char *body;
     size_t len, cap;
+    uint64_t charged;          /* bytes counted in partd_http.inflight */
     int too_big;
     uint64_t discarded;
 } req_ctx;
+
+/* ---- slow senders --------------------------------------------------------- */
+
+static void set_phase(partd_http *h, conn_rec *cr, conn_phase phase)
+{
+    if (!cr)
+        return;
+    pthread_mutex_lock(&h->conns_lock);
+    cr->phase = phase;
+    cr->phase_start_ns = partd_monotonic_ns();
+    pthread_mutex_unlock(&h->conns_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    partd_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_rec *cr = ci ? calloc(1, sizeof *cr) : NULL;
+        *socket_context = cr;
+        if (!cr)
+            return;
+        cr->fd = ci->connect_fd;
+        cr->phase = PHASE_HEADERS;
+        cr->phase_start_ns = partd_monotonic_ns();
+        pthread_mutex_lock(&h->conns_lock);
+        cr->next = h->conns;
+        if (h->conns)
+            h->conns->prev = cr;
+        h->conns = cr;
+        pthread_mutex_unlock(&h->conns_lock);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_rec *cr = *socket_context;
+        if (!cr)
+            return;
+        /* libmicrohttpd closes the socket only after this returns, so the
+         * sweep never shuts down a reused descriptor. */
+        pthread_mutex_lock(&h->conns_lock);
+        if (cr->prev)
+            cr->prev->next = cr->next;
+        else
+            h->conns = cr->next;
+        if (cr->next)
+            cr->next->prev = cr->prev;
+        pthread_mutex_unlock(&h->conns_lock);
+        free(cr);
+        *socket_context = NULL;
+    }
+}
+
+void partd_http_cut_slow(partd_http *h)
+{
+    int64_t now = partd_monotonic_ns();
+    int64_t header_ns = (int64_t)h->svc->cfg->header_timeout_s * 1000000000;
+    int64_t request_ns = (int64_t)h->svc->cfg->request_timeout_s * 1000000000;
+    unsigned cut = 0;
+    pthread_mutex_lock(&h->conns_lock);
+    for (conn_rec *cr = h->conns; cr; cr = cr->next) {
+        int64_t limit = cr->phase == PHASE_HEADERS ? header_ns
+                        : cr->phase == PHASE_BODY  ? request_ns
+                                                   : 0;
+        if (!cr->cut && limit && now - cr->phase_start_ns > limit) {
+            /* libmicrohttpd sees the connection fail and closes it. */
+            shutdown(cr->fd, SHUT_RDWR);
+            cr->cut = 1;
+            cut++;
+        }
+    }
+    pthread_mutex_unlock(&h->conns_lock);
+    if (cut)
+        partd_log_msg("warn", "http", "cut off %u connection(s) too slow sending a request", cut);
+}
 
 /* ---- responses ---------------------------------------------------------- */
 
@@ -667,8 +761,10 @@ static enum MHD_Result handle_submit(struct MHD_Connection *c, req_ctx *rc, part
         char detail[128];
         snprintf(detail, sizeof detail, "the body is larger than %llu bytes (--max-body-bytes)",
                  (unsigned long long)svc->cfg->max_body_bytes);
-        return send_problem(c, rc, 413, "body-too-large", "Body too large", detail, NULL, NULL,
-                            NULL);
+        /* The connection's state after an unread or dropped body is not
+         * worth keeping. */
+        return send_problem(c, rc, 413, "body-too-large", "Body too large", detail, NULL,
+                            MHD_HTTP_HEADER_CONNECTION, "close");
     }
     const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
     char digest[72] = "";
@@ -769,13 +865,35 @@ static enum MHD_Result handle_submit(struct MHD_Connection *c, req_ctx *rc, part
     return r;
 }
 
+/* Counts `bytes` more of body memory against --max-inflight-bytes; 0 when
+ * that would go over. */
+static int charge(partd_http *h, req_ctx *rc, uint64_t bytes)
+{
+    uint64_t max = h->svc->cfg->max_inflight_bytes;
+    uint_fast64_t cur = atomic_load(&h->inflight);
+    do {
+        if (cur + bytes > max)
+            return 0;
+    } while (!atomic_compare_exchange_weak(&h->inflight, &cur, cur + bytes));
+    rc->charged += bytes;
+    return 1;
+}
+
+static enum MHD_Result send_busy(struct MHD_Connection *c, req_ctx *rc)
+{
+    return send_problem(c, rc, 503, "busy", "Busy",
+                        "too many request bodies are being received at once; retry", NULL,
+                        MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
 /* ---- the access handler ------------------------------------------------- */
 
 /* First call for a request: everything the headers alone decide. Returns
  * 1 when an answer was queued (or the connection must close). */
-static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_service *svc,
-                      const char *url, const char *method, enum MHD_Result *result)
+static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_http *h, const char *url,
+                      const char *method, enum MHD_Result *result)
 {
+    partd_service *svc = h->svc;
     rc->routed = 1;
     rc->route = route_of(url, rc->id);
     snprintf(rc->method, sizeof rc->method, "%s", strlen(method) < sizeof rc->method ? method : "other");
@@ -825,6 +943,10 @@ static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_service *svc,
         return 1;
     }
     if (declared > 0) {
+        if (!charge(h, rc, declared + 1)) {
+            *result = send_busy(c, rc);
+            return 1;
+        }
         rc->body = malloc(declared + 1);
         if (!rc->body) {
             *result = send_store_error(c, rc, PARTD_ENOMEM);
@@ -836,14 +958,16 @@ static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_service *svc,
 }
 
 /* Appends a piece of the body; past the cap it only counts what it drops. */
-static int take_body(req_ctx *rc, const partd_service *svc, const char *data, size_t n)
+static int take_body(partd_http *h, req_ctx *rc, const char *data, size_t n)
 {
-    uint64_t max = svc->cfg->max_body_bytes;
+    uint64_t max = h->svc->cfg->max_body_bytes;
     if (rc->too_big || rc->len + n > max) {
         rc->too_big = 1;
         rc->discarded += n;
-        /* A chunked body that never ends is cut off rather than read forever. */
-        return rc->discarded <= max;
+        /* Dropped bytes are read (up to a bound) so that the client, still
+         * sending, gets its 413; a chunked body that never ends is cut off
+         * rather than read forever. */
+        return rc->discarded <= (max > DISCARD_MAX ? max : DISCARD_MAX);
     }
     if (rc->len + n + 1 > rc->cap) {
         size_t cap = rc->cap ? rc->cap : 65536;
@@ -851,6 +975,8 @@ static int take_body(req_ctx *rc, const partd_service *svc, const char *data, si
             cap *= 2;
         if (cap > max + 1)
             cap = max + 1;
+        if (cap > rc->charged && !charge(h, rc, cap - rc->charged))
+            return 0; /* over the in-flight budget: the connection is closed */
         char *p = realloc(rc->body, cap);
         if (!p)
             return 0;
@@ -902,8 +1028,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES; /* answered already; libmicrohttpd drains or closes */
     if (!rc->routed) {
         enum MHD_Result result = MHD_YES;
-        if (first_call(c, rc, h->svc, url, method, &result))
+        if (first_call(c, rc, h, url, method, &result)) {
+            set_phase(h, rc->conn, PHASE_ANSWERING);
             return result;
+        }
+        set_phase(h, rc->conn, PHASE_BODY);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -911,18 +1040,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_data_size = 0;
         if (strcmp(method, "POST") != 0)
             return MHD_YES; /* bodies of other methods are ignored */
-        return take_body(rc, h->svc, upload_data, n) ? MHD_YES : MHD_NO;
+        /* libmicrohttpd cannot answer before the body is read: past the
+         * cap the rest is counted and dropped, and 413 goes out at the end. */
+        if (!take_body(h, rc, upload_data, n))
+            return MHD_NO;
+        return MHD_YES;
     }
+    set_phase(h, rc->conn, PHASE_ANSWERING);
     return dispatch(c, rc, h, method);
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)cls;
-    (void)c;
     req_ctx *rc = calloc(1, sizeof *rc);
     if (!rc)
         return NULL;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    rc->conn = ci ? ci->socket_context : NULL;
     rc->start_ns = partd_monotonic_ns();
     size_t n = strcspn(uri, "?");
     if (n >= sizeof rc->path)
@@ -940,6 +1076,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!rc)
         return;
     *con_cls = NULL;
+    /* A kept-alive connection's next request starts its clock now. */
+    set_phase(h, rc->conn, PHASE_HEADERS);
     double secs = (double)(partd_monotonic_ns() - rc->start_ns) / 1e9;
     (void)c;
     const char *method = rc->method[0] ? rc->method : "-";
@@ -964,6 +1102,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         f[7] = PARTD_LF_END;
     }
     partd_log("info", "request", f);
+    atomic_fetch_sub(&h->inflight, rc->charged);
     free(rc->body);
     /* Decoding a large body leaves the JSON tree's many small blocks free
      * but resident in this thread's malloc arena; hand them back so that
@@ -1124,6 +1263,7 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
     }
     h->svc = svc;
     h->listen_fd = -1;
+    pthread_mutex_init(&h->conns_lock, NULL);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (cfg->tls_cert) {
         if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
@@ -1165,6 +1305,7 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->conn_memory_bytes,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
         MHD_OPTION_ARRAY, cfg->tls_cert ? tls : tls + 2,
         MHD_OPTION_END);
     if (!h->daemon || !h->livez || !h->version) {
@@ -1200,5 +1341,6 @@ void partd_http_stop(partd_http *h)
         MHD_destroy_response(h->version);
     free(h->tls_cert);
     free(h->tls_key);
+    pthread_mutex_destroy(&h->conns_lock);
     free(h);
 }

@@ -25,6 +25,12 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t errcap, int *
 /* The address actually bound, e.g. "127.0.0.1:43127" or "[::1]:8080". */
 const char *partd_http_address(const partd_http *h);
 
+/* Cuts off connections that are too slow delivering a request: its line and
+ * headers within --header-timeout-s, its body within --request-timeout-s
+ * (libmicrohttpd's own timeout only catches idle connections, not ones that
+ * trickle a byte at a time). Called periodically from the loop thread. */
+void partd_http_cut_slow(partd_http *h);
+
 /* Closes the listening socket and joins the HTTP threads. */
 void partd_http_stop(partd_http *h);
 

@@ -31,8 +31,8 @@ typedef struct server {
     partd_config cfg;
     uv_loop_t loop;
     uv_signal_t sigterm, sigint;
-    uv_timer_t sweep, watchdog;
-    int watchdog_on;
+    uv_timer_t sweep, watchdog, slow;
+    int loop_ready;
     partd_http *http;
 } server;
 
@@ -49,6 +49,7 @@ static void on_drained(void *ctx)
     uv_close((uv_handle_t *)&s->sigint, on_handle_closed);
     uv_close((uv_handle_t *)&s->sweep, on_handle_closed);
     uv_close((uv_handle_t *)&s->watchdog, on_handle_closed);
+    uv_close((uv_handle_t *)&s->slow, on_handle_closed);
     partd_jobs_close(s->svc.jobs);
 }
 
@@ -81,6 +82,13 @@ static void on_sweep(uv_timer_t *t)
                                PARTD_LF_N("results_deleted", results), PARTD_LF_END};
         partd_log("info", "retention", f);
     }
+}
+
+static void on_slow_check(uv_timer_t *t)
+{
+    server *s = t->data;
+    if (s->http)
+        partd_http_cut_slow(s->http);
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -129,6 +137,9 @@ static void start_timers(server *s)
     uv_timer_init(&s->loop, &s->sweep);
     s->sweep.data = s;
     uv_timer_start(&s->sweep, on_sweep, 1000, s->cfg.sweep_interval_s * 1000);
+    uv_timer_init(&s->loop, &s->slow);
+    s->slow.data = s;
+    uv_timer_start(&s->slow, on_slow_check, 250, 250);
     uv_timer_init(&s->loop, &s->watchdog);
     uint64_t usec = 0;
     if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
@@ -153,7 +164,8 @@ static int run(server *s)
         return code;
     }
     s->svc.cache = partd_cache_new(s->cfg.cache_max_bytes);
-    if (uv_loop_init(&s->loop) != 0 || !s->svc.cache ||
+    s->loop_ready = uv_loop_init(&s->loop) == 0;
+    if (!s->loop_ready || !s->svc.cache ||
         !(s->svc.jobs = partd_jobs_new(&s->svc, &s->loop, on_drained, s))) {
         fprintf(stderr, "partd serve: out of memory\n");
         return EXIT_SOFTWARE;
@@ -194,7 +206,8 @@ static void teardown(server *s)
         uv_run(&s->loop, UV_RUN_NOWAIT); /* let closing handles finish */
         partd_jobs_free(s->svc.jobs);
     }
-    uv_loop_close(&s->loop);
+    if (s->loop_ready)
+        uv_loop_close(&s->loop);
     partd_cache_free(s->svc.cache);
     partd_store_close(s->svc.store);
     free(s->svc.token);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "log.h"
 #include "partd.h"
@@ -111,6 +112,14 @@ typedef struct conn {
 struct partd_store {
     conn writer;
     conn readers[N_READERS];
+    /* Checkpoints run on their own connection and thread, so that folding a
+     * large WAL (request bodies are stored) never stalls a writer. */
+    conn checkpointer;
+    pthread_t checkpoint_thread;
+    int checkpoint_running;
+    pthread_mutex_t stop_lock;
+    pthread_cond_t stop_cond;
+    int stopping;
     atomic_uint next_reader;
     atomic_int healthy;
 };
@@ -287,6 +296,31 @@ static int init_schema(conn *c, char *err, size_t cap, int *exit_code)
     return 0;
 }
 
+#define CHECKPOINT_PERIOD_MS 1000
+
+static void *checkpoint_main(void *arg)
+{
+    partd_store *s = arg;
+    pthread_mutex_lock(&s->stop_lock);
+    while (!s->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)CHECKPOINT_PERIOD_MS % 1000 * 1000000;
+        ts.tv_sec += CHECKPOINT_PERIOD_MS / 1000 + ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&s->stop_cond, &s->stop_lock, &ts);
+        if (s->stopping)
+            break;
+        pthread_mutex_unlock(&s->stop_lock);
+        /* PASSIVE: copies what it can without blocking writers or readers. */
+        sqlite3_wal_checkpoint_v2(s->checkpointer.db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+                                  NULL);
+        pthread_mutex_lock(&s->stop_lock);
+    }
+    pthread_mutex_unlock(&s->stop_lock);
+    return NULL;
+}
+
 partd_store *partd_store_open(const char *dir, char *err, size_t cap, int *exit_code)
 {
     *exit_code = PARTD_EXIT_STORE_UNWRITABLE;
@@ -310,6 +344,8 @@ partd_store *partd_store_open(const char *dir, char *err, size_t cap, int *exit_
         return NULL;
     }
     atomic_store(&s->healthy, 1);
+    pthread_mutex_init(&s->stop_lock, NULL);
+    pthread_cond_init(&s->stop_cond, NULL);
     conn *w = &s->writer;
     int rc = conn_open(w, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err, cap);
     if (rc != SQLITE_OK) {
@@ -336,6 +372,18 @@ partd_store *partd_store_open(const char *dir, char *err, size_t cap, int *exit_
             goto fail;
         }
     }
+    rc = conn_open(&s->checkpointer, path, SQLITE_OPEN_READWRITE, err, cap);
+    if (rc != SQLITE_OK) {
+        *exit_code = PARTD_EXIT_STORE_UNWRITABLE;
+        goto fail;
+    }
+    exec(w, "PRAGMA wal_autocheckpoint = 0");
+    if (pthread_create(&s->checkpoint_thread, NULL, checkpoint_main, s) != 0) {
+        snprintf(err, cap, "cannot start the store's checkpoint thread");
+        *exit_code = PARTD_EXIT_STORE_UNWRITABLE;
+        goto fail;
+    }
+    s->checkpoint_running = 1;
     return s;
 fail:
     partd_store_close(s);
@@ -346,6 +394,15 @@ void partd_store_close(partd_store *s)
 {
     if (!s)
         return;
+    if (s->checkpoint_running) {
+        pthread_mutex_lock(&s->stop_lock);
+        s->stopping = 1;
+        pthread_cond_signal(&s->stop_cond);
+        pthread_mutex_unlock(&s->stop_lock);
+        pthread_join(s->checkpoint_thread, NULL);
+    }
+    if (s->checkpointer.db)
+        conn_close(&s->checkpointer);
     for (int i = 0; i < N_READERS; i++)
         if (s->readers[i].db)
             conn_close(&s->readers[i]);
@@ -354,6 +411,8 @@ void partd_store_close(partd_store *s)
         exec(&s->writer, "PRAGMA wal_checkpoint(TRUNCATE)");
         conn_close(&s->writer);
     }
+    pthread_cond_destroy(&s->stop_cond);
+    pthread_mutex_destroy(&s->stop_lock);
     free(s);
 }
 
@@ -704,7 +763,8 @@ int partd_store_sweep(partd_store *s, int64_t cutoff_ms, void (*fn)(const char *
         sqlite3_bind_int64(st, 1, cutoff_ms);
         int step;
         while ((step = sqlite3_step(st)) == SQLITE_ROW)
-            fn((const char *)sqlite3_column_text(st, 0), ctx);
+            if (fn)
+                fn((const char *)sqlite3_column_text(st, 0), ctx);
         ok = step == SQLITE_DONE;
         sqlite3_reset(st);
     }

@@ -98,5 +98,6 @@ int partd_store_pending(partd_store *s, partd_store_pending_fn fn, void *ctx);
  * cutoff; fn(cache_key) is called for each deleted result before it goes. */
 int partd_store_sweep(partd_store *s, int64_t cutoff_ms, void (*fn)(const char *key, void *ctx),
                       void *ctx, unsigned *jobs_deleted, unsigned *results_deleted);
+/* (fn may be NULL.) */
 
 #endif

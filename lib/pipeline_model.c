@@ -209,9 +209,17 @@ static int build_ticks(pl_model *md, partd_problem *problem)
             md->speed[md->n_speeds++] = v;
         md->stage_speed[s] = i;
     }
-    double total = 0;
+    md->time_prefix = malloc((md->m + 1) * sizeof *md->time_prefix);
+    if (!md->time_prefix)
+        return PARTD_ENOMEM;
+    md->time_prefix[0] = 0;
     for (uint32_t r = 0; r < md->m; r++)
-        total += partd_node_time_ms(g, md->op_node[r]);
+        md->time_prefix[r + 1] = md->time_prefix[r] + partd_node_time_ms(g, md->op_node[r]);
+    double total = md->time_prefix[md->m];
+    md->max_speed = md->speed[0];
+    for (uint32_t i = 1; i < md->n_speeds; i++)
+        if (md->speed[i] > md->max_speed)
+            md->max_speed = md->speed[i];
     double slowest = md->speed[0];
     for (uint32_t i = 1; i < md->n_speeds; i++)
         if (md->speed[i] < slowest)
@@ -234,6 +242,7 @@ static int build_ticks(pl_model *md, partd_problem *problem)
     md->tick_exp = 60 - e;
     if (md->tick_exp > 60)
         md->tick_exp = 60;
+    md->tick_ms = ldexp(1.0, -md->tick_exp);
     for (uint32_t i = 0; i < md->n_speeds; i++) {
         int64_t *t = malloc((md->m + 1) * sizeof *t);
         if (!t)
@@ -328,6 +337,7 @@ void pl_model_free(pl_model *md)
     free(md->node_rank);
     free(md->act);
     free(md->own_param);
+    free(md->time_prefix);
     if (md->ticks)
         for (uint32_t i = 0; i < md->stages; i++)
             free(md->ticks[i]);
@@ -345,114 +355,4 @@ void pl_model_free(pl_model *md)
     free(md->mem_limit);
     free(md->target);
     memset(md, 0, sizeof *md);
-}
-
-/* ---- the sliding window -------------------------------------------------- */
-
-static inline void window_add(pl_window *w, int64_t wc, int sign)
-{
-    if (wc & 1)
-        w->p += sign * (wc >> 1);
-    else
-        w->r += sign * (wc >> 1);
-}
-
-/* [a, e) -> [a, e + 1): the new reader e counts the resources it reads that
- * no reader in [a, e) read and that were born before a. */
-static void window_grow(const pl_model *md, pl_window *w)
-{
-    int32_t e = w->e;
-    for (uint32_t k = md->r_off[e]; k < md->r_off[e + 1]; k++)
-        if (md->r_q[k] < w->a)
-            window_add(w, md->r_wc[k], 1);
-    w->e = e + 1;
-}
-
-/* [a, e) -> [a + 1, e), a < e: resources whose first reader in the window was
- * a leave unless read again before e (their next occurrence has q == a), and
- * a's own output becomes received by its readers in the window. */
-static void window_shrink(const pl_model *md, pl_window *w)
-{
-    int32_t a = w->a;
-    for (uint32_t k = md->r_off[a]; k < md->r_off[a + 1]; k++)
-        if (md->r_q[k] < a)
-            window_add(w, md->r_wc[k], -1);
-    for (uint32_t k = md->q_off[a]; k < md->q_off[a + 1]; k++)
-        if (md->q_r[k] < w->e)
-            window_add(w, md->q_wc[k], 1);
-    w->a = a + 1;
-}
-
-void pl_window_move(const pl_model *md, pl_window *w, int32_t a, int32_t e)
-{
-    if (a < w->a || e < w->e || a >= w->e) {
-        /* Not a forward move of an overlapping window: start afresh. */
-        w->a = w->e = a;
-        w->p = w->r = 0;
-    }
-    while (w->e < e)
-        window_grow(md, w);
-    while (w->a < a)
-        window_shrink(md, w);
-}
-
-/* ---- stage figures ------------------------------------------------------- */
-
-static int64_t stage_memory(const pl_model *md, uint32_t s, int64_t params, int64_t act,
-                            int64_t recv)
-{
-    const __int128 cap = (__int128)INT64_MAX / 2;
-    double pd = ceil(md->param_factor * (double)params);
-    __int128 mem = pd >= 0x1p62 ? cap : (__int128)(int64_t)pd;
-    mem += (__int128)md->k_act[s] * act + recv;
-    return mem > cap ? (int64_t)cap : (int64_t)mem;
-}
-
-void pl_stage_eval(const pl_model *md, uint32_t s, const pl_window *w, pl_stage *out)
-{
-    const int64_t *t = md->ticks[md->stage_speed[s]];
-    out->ticks = t[w->e] - t[w->a];
-    out->recv = w->r;
-    out->params = w->p + md->own_param[w->e] - md->own_param[w->a];
-    out->act = md->act[w->e] - md->act[w->a];
-    out->mem = stage_memory(md, s, out->params, out->act, out->recv);
-    out->compute_ms = ldexp((double)out->ticks, -md->tick_exp);
-    out->time_ms = out->compute_ms + md->ms_per_byte * (double)out->recv;
-    out->mem_ok = out->mem <= md->mem_limit[s];
-    switch (md->objective) {
-    case PL_OBJ_TIME:
-        out->cost = out->time_ms;
-        break;
-    case PL_OBJ_MEMORY:
-        out->cost = (double)out->mem / (double)md->mem_limit[s];
-        break;
-    case PL_OBJ_PARAMS:
-        out->cost = (double)out->params;
-        break;
-    case PL_OBJ_UNIFORM:
-        out->cost = fabs((double)(w->e - w->a) - (double)md->target[s]);
-        break;
-    case PL_OBJ_SHORTFALL:
-        out->cost = (double)out->mem - (double)md->mem_limit[s];
-        break;
-    }
-}
-
-int32_t pl_min_end(const pl_model *md, uint32_t s, int32_t a, double bound)
-{
-    if (s + 1 == md->stages)
-        return (int32_t)md->m;
-    int32_t lo = a + 1;
-    if (md->objective == PL_OBJ_UNIFORM && bound < (double)md->m) {
-        int32_t need = a + md->target[s] - (int32_t)bound;
-        if (need > lo)
-            lo = need;
-    }
-    return lo;
-}
-
-int32_t pl_max_end(const pl_model *md, uint32_t s, int32_t a)
-{
-    int32_t hi = (int32_t)md->m - (int32_t)(md->stages - 1 - s);
-    return md->next_cut[a] < hi ? md->next_cut[a] : hi;
 }

@@ -38,6 +38,7 @@
 #ifndef PARTD_PIPELINE_MODEL_H
 #define PARTD_PIPELINE_MODEL_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -68,6 +69,9 @@ typedef struct pl_model {
     int64_t **ticks;           /* per speed: prefix of node ticks */
     uint32_t *stage_speed;     /* stage -> index into speed/ticks */
     int tick_exp;              /* K: one tick is 2^-K ms */
+    double tick_ms;            /* 2^-K, exact */
+    double *time_prefix;       /* prefix of node times at speed 1, ms */
+    double max_speed;
     double ms_per_byte;        /* 1000 / transfer_bytes_per_sec */
 
     /* Occurrences grouped by reader r (r_off, m + 1 entries) and by q >= 0
@@ -112,18 +116,122 @@ int pl_model_build(pl_model *md, const partd_request *req, const int32_t *cuts,
                    uint32_t n_cuts, partd_problem *problem);
 void pl_model_free(pl_model *md);
 
-/* Moves w forward to [a, e) (a >= w->a, e >= w->e, a <= e). */
-void pl_window_move(const pl_model *md, pl_window *w, int32_t a, int32_t e);
+
+/* ---- the sliding window -------------------------------------------------- */
+
+static inline void pl_window_add(pl_window *w, int64_t wc, int sign)
+{
+    if (wc & 1)
+        w->p += sign * (wc >> 1);
+    else
+        w->r += sign * (wc >> 1);
+}
+
+/* [a, e) -> [a, e + 1): the new reader e counts the resources it reads that
+ * no reader in [a, e) read and that were born before a. */
+static inline void pl_window_grow(const pl_model *md, pl_window *w)
+{
+    int32_t e = w->e;
+    for (uint32_t k = md->r_off[e]; k < md->r_off[e + 1]; k++)
+        if (md->r_q[k] < w->a)
+            pl_window_add(w, md->r_wc[k], 1);
+    w->e = e + 1;
+}
+
+/* [a, e) -> [a + 1, e), a < e: resources whose first reader in the window was
+ * a leave unless read again before e (their next occurrence has q == a), and
+ * a's own output becomes received by its readers in the window. */
+static inline void pl_window_shrink(const pl_model *md, pl_window *w)
+{
+    int32_t a = w->a;
+    for (uint32_t k = md->r_off[a]; k < md->r_off[a + 1]; k++)
+        if (md->r_q[k] < a)
+            pl_window_add(w, md->r_wc[k], -1);
+    for (uint32_t k = md->q_off[a]; k < md->q_off[a + 1]; k++)
+        if (md->q_r[k] < w->e)
+            pl_window_add(w, md->q_wc[k], 1);
+    w->a = a + 1;
+}
+
+/* Moves w to [a, e); forward moves of an overlapping window cost O(readers
+ * passed over), anything else starts afresh. */
+static inline void pl_window_move(const pl_model *md, pl_window *w, int32_t a, int32_t e)
+{
+    if (a < w->a || e < w->e || a >= w->e) {
+        /* Not a forward move of an overlapping window: start afresh. */
+        w->a = w->e = a;
+        w->p = w->r = 0;
+    }
+    while (w->e < e)
+        pl_window_grow(md, w);
+    while (w->a < a)
+        pl_window_shrink(md, w);
+}
+
+/* ---- stage figures ------------------------------------------------------- */
+
+static inline int64_t pl_stage_memory(const pl_model *md, uint32_t s, int64_t params, int64_t act,
+                            int64_t recv)
+{
+    const __int128 cap = (__int128)INT64_MAX / 2;
+    double pd = ceil(md->param_factor * (double)params);
+    __int128 mem = pd >= 0x1p62 ? cap : (__int128)(int64_t)pd;
+    mem += (__int128)md->k_act[s] * act + recv;
+    return mem > cap ? (int64_t)cap : (int64_t)mem;
+}
 
 /* Evaluates stage s on the window w. */
-void pl_stage_eval(const pl_model *md, uint32_t s, const pl_window *w, pl_stage *out);
+static inline void pl_stage_eval(const pl_model *md, uint32_t s, const pl_window *w, pl_stage *out)
+{
+    const int64_t *t = md->ticks[md->stage_speed[s]];
+    out->ticks = t[w->e] - t[w->a];
+    out->recv = w->r;
+    out->params = w->p + md->own_param[w->e] - md->own_param[w->a];
+    out->act = md->act[w->e] - md->act[w->a];
+    out->mem = pl_stage_memory(md, s, out->params, out->act, out->recv);
+    out->compute_ms = (double)out->ticks * md->tick_ms;
+    out->time_ms = out->compute_ms + md->ms_per_byte * (double)out->recv;
+    out->mem_ok = out->mem <= md->mem_limit[s];
+    switch (md->objective) {
+    case PL_OBJ_TIME:
+        out->cost = out->time_ms;
+        break;
+    case PL_OBJ_MEMORY:
+        out->cost = (double)out->mem / (double)md->mem_limit[s];
+        break;
+    case PL_OBJ_PARAMS:
+        out->cost = (double)out->params;
+        break;
+    case PL_OBJ_UNIFORM:
+        out->cost = fabs((double)(w->e - w->a) - (double)md->target[s]);
+        break;
+    case PL_OBJ_SHORTFALL:
+        out->cost = (double)out->mem - (double)md->mem_limit[s];
+        break;
+    }
+}
 
-/* Smallest end e allowed for a stage s starting at a under bound B (the
+/* Smallest end allowed for a stage s starting at a under bound B (the
  * uniform objective bounds counts from below), never below a + 1. */
-int32_t pl_min_end(const pl_model *md, uint32_t s, int32_t a, double bound);
+static inline int32_t pl_min_end(const pl_model *md, uint32_t s, int32_t a, double bound)
+{
+    if (s + 1 == md->stages)
+        return (int32_t)md->m;
+    int32_t lo = a + 1;
+    if (md->objective == PL_OBJ_UNIFORM && bound < (double)md->m) {
+        int32_t need = a + md->target[s] - (int32_t)bound;
+        if (need > lo)
+            lo = need;
+    }
+    return lo;
+}
 
 /* Largest end allowed for stage s starting at a: the next required cut,
  * leaving one operation for each later stage; the last stage ends at m. */
-int32_t pl_max_end(const pl_model *md, uint32_t s, int32_t a);
+static inline int32_t pl_max_end(const pl_model *md, uint32_t s, int32_t a)
+{
+    int32_t hi = (int32_t)md->m - (int32_t)(md->stages - 1 - s);
+    return md->next_cut[a] < hi ? md->next_cut[a] : hi;
+}
 
 #endif

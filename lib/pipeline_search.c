@@ -140,7 +140,20 @@ typedef struct search {
     pl_set *F;     /* S + 1 sets: reachable starts of the current probe */
     pl_set *W;     /* S + 1 sets: windows of the best feasible bound so far */
     pl_set *cand;  /* S + 1 sets: what the next probe may use */
+    int32_t *pmin; /* S + 1: smallest start of each stage (capacity bounds) */
+    const struct capacity *cap;
+    pl_window *base; /* S: a window at (min cand[s], min cand[s+1]) */
 } search;
+
+/* A window to start stage s's sweep at (a, e): the cached one when it is not
+ * past that point (it only ever moves forward), else an empty one. */
+static pl_window start_window(const search *st, uint32_t s, int32_t a, int32_t e)
+{
+    pl_window w = st->base[s];
+    if (w.a > a || w.e > e)
+        w = (pl_window){a, a, 0, 0};
+    return w;
+}
 
 static int tick(search *st)
 {
@@ -163,6 +176,162 @@ static int stage_test(const pl_model *md, uint32_t s, const pl_window *w, double
     return ev.cost <= bound ? TEST_PASS : TEST_COST;
 }
 
+/* ---- capacity bounds ----------------------------------------------------- */
+
+/* Every stage u of a split whose stage costs are <= B holds at most
+ * B * alpha_u + beta_u of an additive amount L (compute time at speed 1 for
+ * `time`; for `memory` and the shortfall, param_factor * own parameter bytes
+ * + k_min * activation bytes, a lower bound of the stages' memory; own
+ * parameter bytes for `params`; operations for `uniform`), and at most
+ * M_u / k_u activation bytes and M_u of that memory to fit its device. Stages t..S-1 together therefore hold L(a, m) <=
+ * B * sum(alpha) + sum(beta) when cut t is at a: pmin[t], the smallest such
+ * a, is a lower bound of cut t in every split of cost <= B. The margins
+ * cover rounding, so the bound never excludes a feasible split. Near the
+ * optimum the suffix capacities are nearly used up and the windows
+ * [pmin[t], reach] are narrow, which keeps the probes cheap. */
+
+/* Suffix sums over stages (S + 1 entries each, index S is 0). */
+typedef struct capacity {
+    double *alpha, *beta, *act_cap;
+    double *mem_cap;   /* sum of M_u */
+    double *k_min;     /* min of k_u over u >= t (index S: unused) */
+} capacity;
+
+static int capacity_init(const pl_model *md, capacity *c)
+{
+    uint32_t S = md->stages;
+    c->alpha = calloc(S + 1, sizeof *c->alpha);
+    c->beta = calloc(S + 1, sizeof *c->beta);
+    c->act_cap = calloc(S + 1, sizeof *c->act_cap);
+    c->mem_cap = calloc(S + 1, sizeof *c->mem_cap);
+    c->k_min = calloc(S + 1, sizeof *c->k_min);
+    if (!c->alpha || !c->beta || !c->act_cap || !c->mem_cap || !c->k_min)
+        return -1;
+    c->k_min[S] = INFINITY;
+    const double up = 1 + 0x1p-40;
+    for (uint32_t u = S; u-- > 0;) {
+        double k = (double)md->k_act[u], M = (double)md->mem_limit[u], al = 1, be = 0;
+        switch (md->objective) {
+        case PL_OBJ_TIME:
+            al = md->speed[md->stage_speed[u]];
+            break;
+        case PL_OBJ_MEMORY:
+            al = M * up;
+            be = 2;
+            break;
+        case PL_OBJ_PARAMS:
+            break;
+        case PL_OBJ_UNIFORM:
+            be = md->target[u];
+            break;
+        case PL_OBJ_SHORTFALL:
+            al = up;
+            be = M * up + 1024;
+            break;
+        }
+        c->alpha[u] = c->alpha[u + 1] + al;
+        c->beta[u] = c->beta[u + 1] + be;
+        c->act_cap[u] = c->act_cap[u + 1] + M / k * up + 1;
+        c->mem_cap[u] = c->mem_cap[u + 1] + M * up + 2;
+        c->k_min[u] = k < c->k_min[u + 1] ? k : c->k_min[u + 1];
+    }
+    return 0;
+}
+
+static void capacity_free(capacity *c)
+{
+    free(c->alpha);
+    free(c->beta);
+    free(c->act_cap);
+    free(c->mem_cap);
+    free(c->k_min);
+}
+
+/* The least memory stages holding [a, m) can use from stage t on:
+ * param_factor * own params + k_min * activations, each stage's memory being
+ * at least its share of that. */
+static double suffix_memory(const pl_model *md, const capacity *c, uint32_t t, int32_t a)
+{
+    int32_t m = (int32_t)md->m;
+    return md->param_factor * (double)(md->own_param[m] - md->own_param[a]) +
+           c->k_min[t] * (double)(md->act[m] - md->act[a]);
+}
+
+/* L(a, m), rounded down by more than any rounding in the stage costs. */
+static double suffix_amount(const pl_model *md, const capacity *c, uint32_t t, int32_t a)
+{
+    int32_t m = (int32_t)md->m;
+    switch (md->objective) {
+    case PL_OBJ_TIME: {
+        /* Each node's ticks are rounded to nearest: at most half a tick at
+         * the fastest speed per node; the double prefix sums err by at most
+         * m ulps of the total. */
+        double total = md->time_prefix[m];
+        return (total - md->time_prefix[a]) - total * (double)m * 0x1p-51 -
+               (double)m * md->max_speed * md->tick_ms;
+    }
+    case PL_OBJ_MEMORY:
+    case PL_OBJ_SHORTFALL:
+        return suffix_memory(md, c, t, a) * (1 - 0x1p-40);
+    case PL_OBJ_PARAMS:
+        return (double)(md->own_param[m] - md->own_param[a]);
+    case PL_OBJ_UNIFORM:
+        break;
+    }
+    return (double)(m - a);
+}
+
+/* The smallest bound under which cut t may sit at a (non-increasing in a),
+ * and whether the activations from a on fit the remaining devices at all. */
+static double need_at(const pl_model *md, const capacity *c, uint32_t t, int32_t a, int *fits)
+{
+    *fits = md->objective == PL_OBJ_SHORTFALL ||
+            ((double)(md->act[md->m] - md->act[a]) <= c->act_cap[t] &&
+             suffix_memory(md, c, t, a) * (1 - 0x1p-40) <= c->mem_cap[t]);
+    return (suffix_amount(md, c, t, a) - c->beta[t]) / c->alpha[t];
+}
+
+/* Fills st->pmin for bound B. Like a probe, it records the smallest need
+ * that failed on the bound alone and the largest that passed, so that the
+ * probe runs the same for any bound between them. Returns 0 when cut 0
+ * cannot be at 0, i.e. nothing fits under B. */
+static int capacity_starts(search *st, double bound, double *min_fail, double *max_pass)
+{
+    const pl_model *md = st->md;
+    uint32_t S = st->S;
+    st->pmin[S] = (int32_t)md->m;
+    int fits;
+    for (uint32_t t = 0; t < S; t++) {
+        int32_t lo = (int32_t)t, hi = (int32_t)md->m - (int32_t)(S - t);
+        if (t == 0)
+            hi = 0;
+        double need = need_at(md, st->cap, t, hi, &fits);
+        if (!fits || need > bound) {
+            if (fits && need < *min_fail)
+                *min_fail = need;
+            return 0;
+        }
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo) / 2;
+            need = need_at(md, st->cap, t, mid, &fits);
+            if (fits && need <= bound)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        st->pmin[t] = lo;
+        need = need_at(md, st->cap, t, lo, &fits);
+        if (need > *max_pass)
+            *max_pass = need;
+        if (lo > (int32_t)t) {
+            need = need_at(md, st->cap, t, lo - 1, &fits);
+            if (fits && need < *min_fail)
+                *min_fail = need;
+        }
+    }
+    return 1;
+}
+
 /* ---- decision probe ------------------------------------------------------ */
 
 typedef struct probe_out {
@@ -176,12 +345,12 @@ static int forward_stage(search *st, uint32_t s, double bound, probe_out *po)
 {
     const pl_model *md = st->md;
     pl_set *next = &st->F[s + 1];
-    pl_window w = {0, 0, 0, 0};
+    const pl_set *from = &st->F[s];
     pl_cursor c;
     cursor_init(&c, &st->cand[s + 1]);
     set_clear(next);
-    int32_t reached = -1;
-    const pl_set *from = &st->F[s];
+    int32_t reached = st->pmin[s + 1] - 1;
+    pl_window w = start_window(st, s, from->run[0].lo, cursor_next(&c, reached + 1));
     for (uint32_t i = 0; i < from->n; i++) {
         for (int32_t a = from->run[i].lo; a <= from->run[i].hi; a++) {
             int32_t lim = pl_max_end(md, s, a);
@@ -215,11 +384,16 @@ static int probe(search *st, double bound, probe_out *po)
     po->feasible = 0;
     po->min_fail = INFINITY;
     po->max_pass = -INFINITY;
+    int rc = partd_cancel_check(st->cancel);
+    if (rc)
+        return rc;
+    if (!capacity_starts(st, bound, &po->min_fail, &po->max_pass))
+        return PARTD_OK;
     set_clear(&st->F[0]);
     if (set_add(&st->F[0], 0))
         return PARTD_ENOMEM;
     for (uint32_t s = 0; s < st->S; s++) {
-        int rc = forward_stage(st, s, bound, po);
+        rc = forward_stage(st, s, bound, po);
         if (rc)
             return rc;
         if (st->F[s + 1].n == 0)
@@ -241,10 +415,13 @@ static int backward(search *st, double bound)
     for (uint32_t s = S; s-- > 0;) {
         pl_set *out = &st->W[s];
         const pl_set *from = &st->F[s];
-        pl_window w = {0, 0, 0, 0};
         pl_cursor c;
         cursor_init(&c, &st->W[s + 1]);
         set_clear(out);
+        if (from->n == 0)
+            continue;
+        pl_window w = start_window(st, s, from->run[0].lo,
+                                   cursor_next(&c, pl_min_end(md, s, from->run[0].lo, bound)));
         for (uint32_t i = 0; i < from->n; i++) {
             for (int32_t a = from->run[i].lo; a <= from->run[i].hi; a++) {
                 int32_t e = cursor_next(&c, pl_min_end(md, s, a, bound));
@@ -273,6 +450,12 @@ static int adopt_windows(search *st)
             if (set_add_range(c, st->W[s].run[i].lo, st->W[s].run[i].hi))
                 return PARTD_ENOMEM;
     }
+    for (uint32_t s = 0; s < st->S; s++) {
+        if (st->cand[s].n == 0 || st->cand[s + 1].n == 0)
+            continue;
+        int32_t a = st->cand[s].run[0].lo, e = st->cand[s + 1].run[0].lo;
+        pl_window_move(st->md, &st->base[s], a, e > a ? e : a);
+    }
     return PARTD_OK;
 }
 
@@ -282,26 +465,49 @@ static double midpoint(double lo, double hi)
     return mid > lo && mid < hi ? mid : lo;
 }
 
-/* Finds the optimal bound; on return W holds its windows. */
+/* Finds the optimal bound; on return W holds its windows. First from the
+ * capacity lower bound upwards in growing steps until a probe is feasible
+ * (the windows stay narrow when the start is close), then bisection. */
 static int find_bound(search *st, double *best, int *found, uint32_t *probes)
 {
     const pl_model *md = st->md;
+    int uniform = md->objective == PL_OBJ_UNIFORM;
+    int fits;
+    double start = need_at(md, st->cap, 0, 0, &fits);
+    *found = 0;
+    if (!fits)
+        return PARTD_OK; /* the activations alone do not fit */
+    if (uniform)
+        start = floor(start);
+    double lo = md->objective == PL_OBJ_SHORTFALL ? 1 : 0, hi;
+    if (start < lo)
+        start = lo;
+    double bound = start, grow = uniform ? 1 : start * 0x1p-12;
     probe_out po;
-    int rc = probe(st, INFINITY, &po);
-    ++*probes;
-    if (rc || !po.feasible) {
-        *found = 0;
-        return rc;
+    int rc;
+    for (;;) {
+        if ((rc = probe(st, bound, &po)))
+            return rc;
+        ++*probes;
+        if (po.feasible)
+            break;
+        /* Uniform: a larger bound also allows smaller stages, which no
+         * failing test shows; only a bound of m leaves nothing out. */
+        if (uniform ? bound >= (double)md->m : po.min_fail == INFINITY)
+            return PARTD_OK;
+        lo = uniform ? bound + 1 : po.min_fail;
+        if (grow <= 0)
+            grow = lo > 0 ? lo : 1;
+        bound = bound + grow > lo ? bound + grow : lo;
+        grow *= 2;
     }
     *found = 1;
-    int uniform = md->objective == PL_OBJ_UNIFORM;
-    double lo = md->objective == PL_OBJ_SHORTFALL ? 1 : 0;
-    double hi = uniform ? (double)md->m : po.max_pass;
+    hi = uniform ? bound : po.max_pass;
     /* The probe would have run the same at hi, so F is F(hi). */
     if ((rc = backward(st, hi)) || (rc = adopt_windows(st)))
         return rc;
     while (lo < hi) {
-        double bound = uniform ? floor((lo + hi) / 2) : midpoint(lo, hi);
+        bound = uniform ? floor((lo + hi) / 2) : midpoint(lo, hi);
         if ((rc = probe(st, bound, &po)))
             return rc;
         ++*probes;
@@ -339,8 +545,13 @@ static int tie_stage(search *st, uint32_t s, double bound, tie_table *t)
 {
     const pl_model *md = st->md;
     const pl_set *starts = &st->W[s], *ends = &st->W[s + 1];
-    pl_window base = {0, 0, 0, 0};
     pl_cursor c0;
+    cursor_init(&c0, ends);
+    if (starts->n == 0)
+        return PARTD_OK;
+    pl_window base = start_window(
+        st, s, starts->run[0].lo,
+        cursor_next(&c0, pl_min_end(md, s, starts->run[0].lo, bound)));
     cursor_init(&c0, ends);
     uint64_t idx = 0;
     for (uint32_t i = 0; i < starts->n; i++) {
@@ -423,10 +634,14 @@ int pl_search(const pl_model *md, const partd_cancel *cancel, pl_result *res)
     st.F = calloc(S + 1, sizeof *st.F);
     st.W = calloc(S + 1, sizeof *st.W);
     st.cand = calloc(S + 1, sizeof *st.cand);
+    st.pmin = calloc(S + 1, sizeof *st.pmin);
+    st.base = calloc(S, sizeof *st.base);
     int rc = PARTD_ENOMEM;
     res->found = 0;
     res->probes = 0;
-    if (st.F && st.W && st.cand) {
+    capacity cap = {0};
+    st.cap = &cap;
+    if (st.F && st.W && st.cand && st.pmin && st.base && capacity_init(md, &cap) == 0) {
         rc = PARTD_OK;
         /* Candidates before any probe: every position that leaves one
          * operation to each stage. */
@@ -455,5 +670,8 @@ int pl_search(const pl_model *md, const partd_cancel *cancel, pl_result *res)
     free(st.F);
     free(st.W);
     free(st.cand);
+    free(st.pmin);
+    free(st.base);
+    capacity_free(&cap);
     return rc;
 }

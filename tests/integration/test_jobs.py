@@ -1,0 +1,118 @@
+"""The job engine: cancel, queue limit, timeouts, shared runs, concurrency."""
+import threading
+
+from conftest import chain_request, plan_offline
+
+def wait_running(daemon, job_id):
+    return daemon.wait_job(job_id, statuses=("running", "succeeded", "failed", "cancelled"))
+
+
+def test_cancel_queued_and_running_and_queue_full(make_daemon, slow_body):
+    d = make_daemon("--workers", "1", "--queue-max", "1")
+    big = d.post_job(slow_body)
+    assert big.status == 202
+    big_id = big.json()["id"]
+    assert wait_running(d, big_id)["status"] == "running"
+
+    small = chain_request(10, seed=11)
+    queued = d.post_job(small)
+    assert queued.status == 202
+    q_id = queued.json()["id"]
+    assert d.get(f"/v1/jobs/{q_id}").json()["status"] == "queued"
+
+    # The one waiting place is taken: 429 with Retry-After, /readyz 503.
+    full = d.post_job(chain_request(10, seed=12))
+    assert full.status == 429, full
+    assert full.header("Retry-After")
+    assert full.header("Content-Type") == "application/problem+json"
+    assert d.get("/readyz").status == 503
+    assert d.metric("partd_jobs_queued") == 1
+    assert d.metric("partd_jobs_running") == 1
+
+    # Result of an unfinished job: 409.
+    assert d.get(f"/v1/jobs/{q_id}/result").status == 409
+
+    # Cancel the queued job: removed from the queue at once.
+    r = d.request("DELETE", f"/v1/jobs/{q_id}")
+    assert r.status == 200, r
+    assert r.json()["status"] == "cancelled"
+    assert d.get(f"/v1/jobs/{q_id}").json()["status"] == "cancelled"
+    assert d.get(f"/v1/jobs/{q_id}/result").status == 409
+    assert d.request("DELETE", f"/v1/jobs/{q_id}").status == 409
+
+    # Cancel the running job.
+    r = d.request("DELETE", f"/v1/jobs/{big_id}")
+    assert r.status == 200, r
+    assert r.json()["status"] == "cancelled"
+    assert d.get(f"/v1/jobs/{big_id}").json()["status"] == "cancelled"
+
+    # The single worker is free again: a new job runs to completion.
+    after = d.post_job(chain_request(10, seed=13))
+    assert after.status == 202
+    assert d.wait_job(after.json()["id"])["status"] == "succeeded"
+    assert d.metric("partd_jobs_finished_total", 'status="cancelled"') == 2
+    assert d.metric("partd_jobs_queued") == 0
+
+
+def test_job_timeout_fails_the_job_with_a_problem(make_daemon, slow_body):
+    d = make_daemon("--workers", "1", "--job-timeout-ms", "300")
+    r = d.post_job(slow_body)
+    assert r.status == 202
+    job = d.wait_job(r.json()["id"])
+    assert job["status"] == "failed"
+    assert job["error"]["type"].endswith("job-timeout")
+    assert "--job-timeout-ms" in job["error"]["detail"]
+    res = d.get(f"/v1/jobs/{job['id']}/result")
+    assert res.status == job["error"]["status"]
+
+
+def test_identical_concurrent_submissions_share_one_run(make_daemon, slow_body, tmp_path):
+    d = make_daemon("--workers", "1")
+    blocker = d.post_job(slow_body).json()
+    assert wait_running(d, blocker["id"])["status"] == "running"
+    doc = chain_request(30, seed=21)
+    first = d.post_job(doc)
+    second = d.post_job(doc)
+    assert first.status == second.status == 202
+    a_id, b_id = first.json()["id"], second.json()["id"]
+    assert a_id != b_id
+    assert second.json()["cache_key"] == first.json()["cache_key"]
+    assert d.request("DELETE", f"/v1/jobs/{blocker['id']}").status == 200
+    a = d.wait_job(a_id)
+    b = d.wait_job(b_id)
+    assert a["status"] == b["status"] == "succeeded"
+    assert a["summary"] == b["summary"]
+    assert a["started_at"] == b["started_at"]  # one run started both
+    assert f"job id={b_id} status=queued" in d.log() and "shared_run=1" in d.log()
+    expected = plan_offline(doc, tmp_path)
+    assert d.get(f"/v1/jobs/{a_id}/result").body == expected
+    assert d.get(f"/v1/jobs/{b_id}/result").body == expected
+
+
+def test_fifty_concurrent_submissions_complete_correctly(daemon, tmp_path):
+    docs = [chain_request(50 + i, seed=1000 + i, devices=2 + i % 3) for i in range(50)]
+    ids = [None] * 50
+    errors = []
+
+    def submit(i):
+        try:
+            r = daemon.post_job(docs[i])
+            assert r.status == 202, r
+            ids[i] = r.json()["id"]
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(set(ids)) == 50
+    for i, job_id in enumerate(ids):
+        job = daemon.wait_job(job_id)
+        assert job["status"] == "succeeded", job
+        body = daemon.get(f"/v1/jobs/{job_id}/result").body
+        assert body == plan_offline(docs[i], tmp_path), i
+    assert daemon.metric("partd_jobs_submitted_total") == 50
+    assert daemon.metric("partd_jobs_finished_total", 'status="succeeded"') == 50
