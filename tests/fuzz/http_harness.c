@@ -60,6 +60,8 @@ static struct {
     int remove_base;
     char id[64];
     char etag[96];
+    int connect_errno;         /* of the last failed connect */
+    char why[160];             /* the sentence returned for it */
 } H;
 
 typedef struct buf {
@@ -132,6 +134,7 @@ static ex_status exchange(const char *req, size_t len, buf *answer)
     sa.sin_port = htons((uint16_t)H.port);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        H.connect_errno = errno;
         close(fd);
         return EX_CONNECT;
     }
@@ -416,8 +419,11 @@ const char *partd_fuzz_http_one(const uint8_t *data, size_t size)
         return NULL; /* out of memory in the harness is not a finding */
     }
     ex_status st = exchange(req.p, req.len, &raw);
-    if (st == EX_CONNECT)
-        bad = "the daemon no longer accepts connections";
+    if (st == EX_CONNECT) {
+        snprintf(H.why, sizeof H.why, "the daemon no longer accepts connections (%s)",
+                 strerror(H.connect_errno));
+        bad = H.why;
+    }
     else if (st == EX_TIMEOUT)
         bad = "the daemon did not answer within the I/O timeout";
     else if (!raw.failed) {
