@@ -122,6 +122,26 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 typedef enum { EX_OK = 0, EX_CONNECT, EX_TIMEOUT } ex_status;
 
+/* connect(2) that survives signals: libFuzzer's SIGALRM (its -timeout
+ * watchdog) interrupts it, and the connection then completes on its own. */
+static int connect_loopback(int fd, const struct sockaddr_in *sa, int64_t deadline)
+{
+    if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
+        return 0;
+    if (errno != EINTR && errno != EINPROGRESS)
+        return -1;
+    if (wait_fd(fd, POLLOUT, deadline) <= 0) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        return -1;
+    errno = err;
+    return err == 0 ? 0 : -1;
+}
+
 /* Sends `req` on a new connection and reads the answer to EOF. The answer is
  * kept up to MAX_ANSWER_KEPT bytes (the rest is read and dropped). */
 static ex_status exchange(const char *req, size_t len, buf *answer)
@@ -133,12 +153,12 @@ static ex_status exchange(const char *req, size_t len, buf *answer)
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)H.port);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    int64_t deadline = now_ms() + IO_TIMEOUT_MS;
+    if (connect_loopback(fd, &sa, deadline) != 0) {
         H.connect_errno = errno;
         close(fd);
         return EX_CONNECT;
     }
-    int64_t deadline = now_ms() + IO_TIMEOUT_MS;
     size_t sent = 0;
     ex_status st = EX_OK;
     while (sent < len) {
