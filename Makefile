@@ -93,10 +93,15 @@ unit-test: $(TEST_BIN) $(PARTD)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; PARTD_BIN=$(abspath $(PARTD)) $$t; done
 
 # Integration (real daemon on loopback) and Python tool tests.
+# Each directory runs in its own pytest process: they have their own
+# conftest.py helpers, imported by name.
+PY_TEST_DIRS := tests/cli tests/integration tests/python
+
 py-test: $(PARTD)
-	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
-		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/cli tests/integration tests/python; \
-	else echo "pytest not installed for $(PYTHON): integration tests skipped"; exit 1; fi
+	@if ! $(PYTHON) -c 'import pytest' 2>/dev/null; then \
+		echo "pytest is not installed for $(PYTHON) (make deps)"; exit 1; fi
+	@set -e; for d in $(PY_TEST_DIRS); do echo "== pytest $$d"; \
+		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider $$d; done
 
 test: unit-test py-test
 

@@ -462,6 +462,8 @@ int partd_pipeline(const partd_request *req, const partd_cancel *cancel, partd_p
     if (rc == PARTD_OK && !res.found) {
         md.objective = PL_OBJ_SHORTFALL;
         rc = pl_search(&md, cancel, &res);
+        if (rc == PARTD_OK && !res.found)
+            rc = PARTD_EINTERNAL; /* without memory limits a split always exists */
         if (rc == PARTD_OK) {
             report_shortfall(&md, split, problem);
             rc = PARTD_EINFEASIBLE;
@@ -469,6 +471,10 @@ int partd_pipeline(const partd_request *req, const partd_cancel *cancel, partd_p
     } else if (rc == PARTD_OK) {
         rc = build_plan(&md, split, out);
     }
+    if (rc == PARTD_EINTERNAL)
+        partd_problem_set(problem, 500, "internal-error", "Internal error",
+                          "the pipeline planner found its windows inconsistent; please "
+                          "report this request");
     free(split);
     pl_model_free(&md);
     return rc;

@@ -189,16 +189,15 @@ static int build_prefix_sums(pl_model *md)
     return 0;
 }
 
-/* Distinct speeds of the stages' devices, the tick exponent, and the tick
- * prefix sums per speed. */
+/* Distinct speeds of the stages' devices, the tick exponent (every X[i] and
+ * X[i] / v below 2^61), and the tick prefix sums. */
 static int build_ticks(pl_model *md, partd_problem *problem)
 {
     const partd_request *req = md->req;
     const partd_graph *g = &req->graph;
     md->speed = calloc(md->stages ? md->stages : 1, sizeof *md->speed);
     md->stage_speed = malloc(md->stages * sizeof *md->stage_speed);
-    md->ticks = calloc(md->stages, sizeof *md->ticks);
-    if (!md->speed || !md->stage_speed || !md->ticks)
+    if (!md->speed || !md->stage_speed)
         return PARTD_ENOMEM;
     for (uint32_t s = 0; s < md->stages; s++) {
         double v = req->devices[s].speed;
@@ -216,15 +215,11 @@ static int build_ticks(pl_model *md, partd_problem *problem)
     for (uint32_t r = 0; r < md->m; r++)
         md->time_prefix[r + 1] = md->time_prefix[r] + partd_node_time_ms(g, md->op_node[r]);
     double total = md->time_prefix[md->m];
-    md->max_speed = md->speed[0];
-    for (uint32_t i = 1; i < md->n_speeds; i++)
-        if (md->speed[i] > md->max_speed)
-            md->max_speed = md->speed[i];
     double slowest = md->speed[0];
     for (uint32_t i = 1; i < md->n_speeds; i++)
         if (md->speed[i] < slowest)
             slowest = md->speed[i];
-    double worst = total / slowest;
+    double worst = total / (slowest < 1 ? slowest : 1);
     if (!isfinite(worst)) {
         uint32_t s = 0;
         while (req->devices[s].speed != slowest)
@@ -243,17 +238,12 @@ static int build_ticks(pl_model *md, partd_problem *problem)
     if (md->tick_exp > 60)
         md->tick_exp = 60;
     md->tick_ms = ldexp(1.0, -md->tick_exp);
-    for (uint32_t i = 0; i < md->n_speeds; i++) {
-        int64_t *t = malloc((md->m + 1) * sizeof *t);
-        if (!t)
-            return PARTD_ENOMEM;
-        md->ticks[i] = t;
-        t[0] = 0;
-        for (uint32_t r = 0; r < md->m; r++) {
-            double x = ldexp(partd_node_time_ms(g, md->op_node[r]) / md->speed[i], md->tick_exp);
-            t[r + 1] = t[r] + llround(x);
-        }
-    }
+    int64_t *t = md->ticks = malloc((md->m + 1) * sizeof *t);
+    if (!t)
+        return PARTD_ENOMEM;
+    t[0] = 0;
+    for (uint32_t r = 0; r < md->m; r++)
+        t[r + 1] = t[r] + llround(ldexp(partd_node_time_ms(g, md->op_node[r]), md->tick_exp));
     return PARTD_OK;
 }
 
@@ -338,9 +328,6 @@ void pl_model_free(pl_model *md)
     free(md->act);
     free(md->own_param);
     free(md->time_prefix);
-    if (md->ticks)
-        for (uint32_t i = 0; i < md->stages; i++)
-            free(md->ticks[i]);
     free(md->ticks);
     free(md->speed);
     free(md->stage_speed);

@@ -26,10 +26,12 @@
  * [a, e) slides forward in amortised O(1) per reader (pl_window_move) with
  * no per-resource state: this is what makes the planner linear.
  *
- * Times are fixed point: a node's time on a device of speed v is
- * llround(t / v * 2^K) ticks, K chosen from the graph so that every sum fits
- * an int64. Sums of ticks are exact, so splits that spread the same work over
- * equally fast devices tie exactly, as the contract's tie breaks need.
+ * Times are fixed point: X[i], the first i operations' time at speed 1, is a
+ * sum of llround(t * 2^K) ticks (K chosen from the graph so that every sum
+ * fits an int64), and a stage [a, e) on a device of speed v takes
+ * round(X[e] / v) - round(X[a] / v) ticks. Sums telescope, so splits that
+ * spread the same work over equally fast devices tie exactly, as the
+ * contract's tie breaks need, and one prefix array serves every speed.
  *
  * Ownership: pl_model owns all its arrays (pl_model_free). Errors:
  * PARTD_ENOMEM, PARTD_EINVALID (latencies too large for a device's speed,
@@ -66,12 +68,11 @@ typedef struct pl_model {
     int64_t *own_param;        /* param_bytes of operations naming no params */
     uint32_t n_speeds;         /* distinct speeds of the stages' devices */
     double *speed;             /* n_speeds values */
-    int64_t **ticks;           /* per speed: prefix of node ticks */
-    uint32_t *stage_speed;     /* stage -> index into speed/ticks */
+    uint32_t *stage_speed;     /* stage -> index into speed */
+    int64_t *ticks;            /* X: prefix of node ticks at speed 1 */
     int tick_exp;              /* K: one tick is 2^-K ms */
     double tick_ms;            /* 2^-K, exact */
     double *time_prefix;       /* prefix of node times at speed 1, ms */
-    double max_speed;
     double ms_per_byte;        /* 1000 / transfer_bytes_per_sec */
 
     /* Occurrences grouped by reader r (r_off, m + 1 entries) and by q >= 0
@@ -93,6 +94,7 @@ typedef struct pl_model {
     int32_t *target;           /* uniform: DeepSpeed partition_uniform size */
     double param_factor;
     pl_objective objective;
+    int tie_sweep_always;      /* tests: always use the tie breaks' sweep */
 } pl_model;
 
 /* A stage under evaluation: [a, e) with the P and R resource bytes counted in
@@ -180,11 +182,18 @@ static inline int64_t pl_stage_memory(const pl_model *md, uint32_t s, int64_t pa
     return mem > cap ? (int64_t)cap : (int64_t)mem;
 }
 
+/* X[pos] / speed of stage s, rounded to nearest (halves up; the quotient is
+ * never negative): stage times are differences of these. */
+static inline int64_t pl_ticks_at(const pl_model *md, uint32_t s, int32_t pos)
+{
+    double v = md->speed[md->stage_speed[s]];
+    return v == 1.0 ? md->ticks[pos] : (int64_t)((double)md->ticks[pos] / v + 0.5);
+}
+
 /* Evaluates stage s on the window w. */
 static inline void pl_stage_eval(const pl_model *md, uint32_t s, const pl_window *w, pl_stage *out)
 {
-    const int64_t *t = md->ticks[md->stage_speed[s]];
-    out->ticks = t[w->e] - t[w->a];
+    out->ticks = pl_ticks_at(md, s, w->e) - pl_ticks_at(md, s, w->a);
     out->recv = w->r;
     out->params = w->p + md->own_param[w->e] - md->own_param[w->a];
     out->act = md->act[w->e] - md->act[w->a];

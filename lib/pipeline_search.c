@@ -10,24 +10,24 @@
  *     memory only grow with e. So F[s+1] is a union of such intervals, found
  *     in one sweep with the start increasing and the end never moving back
  *     (only ends beyond the largest end reached so far are worth testing).
- *     Each stage is a pl_window sliding forward: O(m + readers) per probe.
- *  2. The probe's outcome depends only on the outcomes of the comparisons
- *     cost <= B it made. After an infeasible probe nothing changes until B
- *     reaches the smallest failing cost, so the lower end jumps there; after
- *     a feasible one, down to the largest passing cost. Both ends are then
- *     costs of real stages, and the bisection ends when they meet: the
- *     optimum is the exact cost of a stage, not an approximation.
- *  3. After each feasible probe a backward pass keeps only positions from
+ *     Each stage is a pl_window sliding forward: O(m + readers) at worst.
+ *  2. Capacity bounds (below) give every cut a smallest position under B
+ *     from prefix sums alone; the probe never looks before it. Near the
+ *     optimum this leaves windows of a few positions per cut.
+ *  3. The probe's outcome depends only on the outcomes of the comparisons
+ *     with B it made (stage tests and capacity bounds). After an infeasible
+ *     probe nothing changes until B reaches the smallest value that failed,
+ *     so the lower end jumps there; after a feasible one the upper end drops
+ *     to the largest value that passed. The search starts at the capacity
+ *     lower bound, grows the bound until a probe is feasible, then bisects
+ *     until the ends meet: the optimum is the exact cost of a stage, proven
+ *     infeasible just below. The uniform objective, whose smallest stage
+ *     size depends on B, steps through the integers instead.
+ *  4. After each feasible probe a backward pass keeps only positions from
  *     which the end is still reachable (W[s] = F[s] and able to finish);
  *     every split of cost <= B has its cuts there, so later probes only sweep
- *     these windows, which narrow as the bound tightens.
- *  4. Ties: a suffix DP over W at the optimal bound picks, for every start,
- *     the smallest sum of stage times (ticks and received bytes, exact), and
- *     on equal sums the smallest end; following it from 0 gives the earliest
- *     cuts. Its cost is the number of allowed (start, end) pairs in the
- *     windows.
- * The uniform objective, whose lower bound on a stage's size depends on B,
- * uses plain integer bisection instead of step 2.
+ *     these windows, with cached windows (pl_window) at their left ends.
+ *  5. Ties among the optimal splits: pipeline_ties.c, over the final W.
  */
 #include "pipeline_search.h"
 
@@ -36,99 +36,10 @@
 #include <string.h>
 
 #include "partd.h"
+#include "pipeline_set.h"
+#include "pipeline_ties.h"
 
 #define CHECK_EVERY 4096
-
-/* ---- sets of positions as sorted runs ------------------------------------ */
-
-typedef struct pl_run {
-    int32_t lo, hi; /* inclusive */
-} pl_run;
-
-typedef struct pl_set {
-    pl_run *run;
-    uint32_t n, cap;
-    uint64_t count;
-} pl_set;
-
-static void set_clear(pl_set *s)
-{
-    s->n = 0;
-    s->count = 0;
-}
-
-/* Appends x, larger than every element. */
-static int set_add(pl_set *s, int32_t x)
-{
-    s->count++;
-    if (s->n && s->run[s->n - 1].hi + 1 == x) {
-        s->run[s->n - 1].hi = x;
-        return 0;
-    }
-    if (s->n == s->cap) {
-        uint32_t cap = s->cap ? 2 * s->cap : 16;
-        pl_run *r = realloc(s->run, cap * sizeof *r);
-        if (!r)
-            return -1;
-        s->run = r;
-        s->cap = cap;
-    }
-    s->run[s->n++] = (pl_run){x, x};
-    return 0;
-}
-
-static int set_add_range(pl_set *s, int32_t lo, int32_t hi)
-{
-    if (lo > hi)
-        return 0;
-    if (set_add(s, lo))
-        return -1;
-    s->run[s->n - 1].hi = hi;
-    s->count += (uint64_t)(hi - lo);
-    return 0;
-}
-
-/* Walks a set with queries that never decrease. */
-typedef struct pl_cursor {
-    const pl_set *set;
-    uint32_t i;
-    uint64_t base; /* elements in runs before run i */
-} pl_cursor;
-
-static void cursor_init(pl_cursor *c, const pl_set *s)
-{
-    c->set = s;
-    c->i = 0;
-    c->base = 0;
-}
-
-/* Smallest element >= x, INT32_MAX when none. */
-static int32_t cursor_next(pl_cursor *c, int32_t x)
-{
-    const pl_set *s = c->set;
-    while (c->i < s->n && s->run[c->i].hi < x) {
-        c->base += (uint64_t)(s->run[c->i].hi - s->run[c->i].lo) + 1;
-        c->i++;
-    }
-    if (c->i == s->n)
-        return INT32_MAX;
-    return x > s->run[c->i].lo ? x : s->run[c->i].lo;
-}
-
-/* Index within the set of x, the element cursor_next just returned. */
-static uint64_t cursor_index(const pl_cursor *c, int32_t x)
-{
-    return c->base + (uint64_t)(x - c->set->run[c->i].lo);
-}
-
-/* Index of x in s (x must be an element). */
-static uint64_t set_index(const pl_set *s, int32_t x)
-{
-    pl_cursor c;
-    cursor_init(&c, s);
-    cursor_next(&c, x);
-    return cursor_index(&c, x);
-}
 
 /* ---- search state -------------------------------------------------------- */
 
@@ -183,15 +94,18 @@ static int stage_test(const pl_model *md, uint32_t s, const pl_window *w, double
  * `time`; for `memory` and the shortfall, param_factor * own parameter bytes
  * + k_min * activation bytes, a lower bound of the stages' memory; own
  * parameter bytes for `params`; operations for `uniform`), and at most
- * M_u / k_u activation bytes and M_u of that memory to fit its device. Stages t..S-1 together therefore hold L(a, m) <=
- * B * sum(alpha) + sum(beta) when cut t is at a: pmin[t], the smallest such
- * a, is a lower bound of cut t in every split of cost <= B. The margins
+ * M_u / k_u activation bytes and M_u of that memory to fit its device.
+ * Stages t..S-1 together therefore hold L(a, m) <= B * sum(alpha) +
+ * sum(beta) when cut t is at a: pmin[t], the smallest such a, is a lower
+ * bound of cut t in every split of cost <= B. The margins
  * cover rounding, so the bound never excludes a feasible split. Near the
  * optimum the suffix capacities are nearly used up and the windows
  * [pmin[t], reach] are narrow, which keeps the probes cheap. */
 
 /* Suffix sums over stages (S + 1 entries each, index S is 0). */
 typedef struct capacity {
+    uint32_t stages;
+    double speed_sum;  /* of all stages */
     double *alpha, *beta, *act_cap;
     double *mem_cap;   /* sum of M_u */
     double *k_min;     /* min of k_u over u >= t (index S: unused) */
@@ -208,12 +122,16 @@ static int capacity_init(const pl_model *md, capacity *c)
     if (!c->alpha || !c->beta || !c->act_cap || !c->mem_cap || !c->k_min)
         return -1;
     c->k_min[S] = INFINITY;
+    c->stages = S;
+    c->speed_sum = 0;
+    for (uint32_t u = 0; u < S; u++)
+        c->speed_sum += md->speed[md->stage_speed[u]];
     const double up = 1 + 0x1p-40;
     for (uint32_t u = S; u-- > 0;) {
         double k = (double)md->k_act[u], M = (double)md->mem_limit[u], al = 1, be = 0;
         switch (md->objective) {
         case PL_OBJ_TIME:
-            al = md->speed[md->stage_speed[u]];
+            al = md->speed[md->stage_speed[u]] * up;
             break;
         case PL_OBJ_MEMORY:
             al = M * up;
@@ -263,12 +181,13 @@ static double suffix_amount(const pl_model *md, const capacity *c, uint32_t t, i
     int32_t m = (int32_t)md->m;
     switch (md->objective) {
     case PL_OBJ_TIME: {
-        /* Each node's ticks are rounded to nearest: at most half a tick at
-         * the fastest speed per node; the double prefix sums err by at most
-         * m ulps of the total. */
+        /* A stage's ticks at speed v are at least (its X difference) / v less
+         * a tick and a relative 2^-51, and X is at least the node times in
+         * ticks less half a tick per node; the double prefix sums err by at
+         * most m ulps of the total. Subtract more than all of that. */
         double total = md->time_prefix[m];
-        return (total - md->time_prefix[a]) - total * (double)m * 0x1p-51 -
-               (double)m * md->max_speed * md->tick_ms;
+        return (total - md->time_prefix[a]) - total * (double)(m + c->stages) * 0x1p-49 -
+               ((double)m + c->speed_sum + (double)c->stages) * 2 * md->tick_ms;
     }
     case PL_OBJ_MEMORY:
     case PL_OBJ_SHORTFALL:
@@ -523,108 +442,6 @@ static int find_bound(search *st, double *best, int *found, uint32_t *probes)
     return PARTD_OK;
 }
 
-/* ---- ties: smallest sum of stage times, then earliest cuts --------------- */
-
-typedef struct tie_value {
-    int64_t ticks;
-    __int128 recv;
-} tie_value;
-
-static double tie_ms(const pl_model *md, tie_value v)
-{
-    return ldexp((double)v.ticks, -md->tick_exp) + md->ms_per_byte * (double)v.recv;
-}
-
-typedef struct tie_table {
-    tie_value *h;    /* per element of W[s]: best suffix from there */
-    int32_t *next;   /* its first end */
-} tie_table;
-
-/* Fills t[s] from t[s+1] over the allowed pairs (a in W[s], e in W[s+1]). */
-static int tie_stage(search *st, uint32_t s, double bound, tie_table *t)
-{
-    const pl_model *md = st->md;
-    const pl_set *starts = &st->W[s], *ends = &st->W[s + 1];
-    pl_cursor c0;
-    cursor_init(&c0, ends);
-    if (starts->n == 0)
-        return PARTD_OK;
-    pl_window base = start_window(
-        st, s, starts->run[0].lo,
-        cursor_next(&c0, pl_min_end(md, s, starts->run[0].lo, bound)));
-    cursor_init(&c0, ends);
-    uint64_t idx = 0;
-    for (uint32_t i = 0; i < starts->n; i++) {
-        for (int32_t a = starts->run[i].lo; a <= starts->run[i].hi; a++, idx++) {
-            int32_t lim = pl_max_end(md, s, a);
-            int32_t e = cursor_next(&c0, pl_min_end(md, s, a, bound));
-            int have = 0;
-            tie_value best = {0, 0};
-            int32_t best_e = -1; /* -1: cannot finish from a */
-            if (e <= lim)
-                pl_window_move(md, &base, a, e);
-            pl_window w = base;
-            pl_cursor c1 = c0;
-            while (e <= lim) {
-                int rc = tick(st);
-                if (rc)
-                    return rc;
-                pl_window_move(md, &w, a, e);
-                pl_stage ev;
-                pl_stage_eval(md, s, &w, &ev);
-                if ((!ev.mem_ok && md->objective != PL_OBJ_SHORTFALL) || ev.cost > bound)
-                    break;
-                uint64_t j = cursor_index(&c1, e);
-                const tie_value *rest = &t[s + 1].h[j];
-                tie_value v = {ev.ticks + rest->ticks, ev.recv + rest->recv};
-                if (t[s + 1].next[j] < 0) {
-                    /* cannot finish from e */
-                } else if (!have || tie_ms(md, v) < tie_ms(md, best)) {
-                    have = 1;
-                    best = v;
-                    best_e = e;
-                }
-                e = cursor_next(&c1, e + 1);
-            }
-            t[s].h[idx] = best;
-            t[s].next[idx] = best_e;
-        }
-    }
-    return PARTD_OK;
-}
-
-static int break_ties(search *st, double bound, int32_t *cuts)
-{
-    uint32_t S = st->S;
-    tie_table *t = calloc(S + 1, sizeof *t);
-    if (!t)
-        return PARTD_ENOMEM;
-    int rc = PARTD_OK;
-    for (uint32_t s = 0; s <= S && rc == PARTD_OK; s++) {
-        size_t n = st->W[s].count ? st->W[s].count : 1;
-        t[s].h = calloc(n, sizeof *t[s].h);
-        t[s].next = calloc(n, sizeof *t[s].next);
-        if (!t[s].h || !t[s].next)
-            rc = PARTD_ENOMEM;
-    }
-    if (rc == PARTD_OK)
-        t[S].next[0] = (int32_t)st->md->m;
-    for (uint32_t s = S; s-- > 0 && rc == PARTD_OK;)
-        rc = tie_stage(st, s, bound, t);
-    cuts[0] = 0;
-    for (uint32_t s = 0; s < S && rc == PARTD_OK; s++) {
-        cuts[s + 1] = t[s].next[set_index(&st->W[s], cuts[s])];
-        if (cuts[s + 1] < 0)
-            rc = PARTD_EINTERNAL; /* the bound was proven feasible */
-    }
-    for (uint32_t s = 0; s <= S; s++) {
-        free(t[s].h);
-        free(t[s].next);
-    }
-    free(t);
-    return rc;
-}
-
 /* ---- entry --------------------------------------------------------------- */
 
 int pl_search(const pl_model *md, const partd_cancel *cancel, pl_result *res)
@@ -657,7 +474,7 @@ int pl_search(const pl_model *md, const partd_cancel *cancel, pl_result *res)
         if (rc == PARTD_OK)
             rc = find_bound(&st, &res->bottleneck, &res->found, &res->probes);
         if (rc == PARTD_OK && res->found)
-            rc = break_ties(&st, res->bottleneck, res->cuts);
+            rc = pl_break_ties(md, cancel, st.W, res->bottleneck, res->cuts);
     }
     for (uint32_t s = 0; s <= S; s++) {
         if (st.F)

@@ -8,8 +8,9 @@
  * optimal splits it takes the smallest sum of stage times (exact in ticks and
  * bytes), then the earliest cuts. See pipeline_search.c for the method.
  *
- * Returns PARTD_OK (with *found = 0 when no split respects the memory limits),
- * PARTD_ENOMEM, or the cancel flag's PARTD_ECANCELLED / PARTD_ETIMEOUT.
+ * Returns PARTD_OK (res->found = 0 when no split respects the memory limits),
+ * PARTD_ENOMEM, the cancel flag's PARTD_ECANCELLED / PARTD_ETIMEOUT, or
+ * PARTD_EINTERNAL (a bug: the tie breaks found no split in proven windows).
  */
 #ifndef PARTD_PIPELINE_SEARCH_H
 #define PARTD_PIPELINE_SEARCH_H

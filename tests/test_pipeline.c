@@ -28,6 +28,8 @@
 #include "decode.h"
 #include "partd.h"
 #include "pipeline.h"
+#include "pipeline_model.h"
+#include "pipeline_search.h"
 #include "plan.h"
 #include "problem.h"
 
@@ -130,7 +132,13 @@ typedef struct rgraph {
 static const char *balance_names[] = {"time", "memory", "params", "uniform"};
 static const char *schedule_names[] = {"inference", "gpipe", "1f1b"};
 
-static void random_graph(rgraph *g)
+/* Latency in eighths (dyadic, exact in every sum) or an arbitrary double. */
+static double random_latency(int dyadic)
+{
+    return dyadic ? rnd(33) / 8.0 : rnd(100000) / 24999.7;
+}
+
+static void random_graph(rgraph *g, int dyadic)
 {
     memset(g, 0, sizeof *g);
     int m = rnd(10) == 0 ? 1 + (int)rnd(MAXOPS) : 4 + (int)rnd(MAXOPS - 3);
@@ -174,8 +182,8 @@ static void random_graph(rgraph *g)
         v->kind = K_OP;
         v->n_par = -1;
         v->out_bytes = rnd(100);
-        v->lat = rnd(33) / 8.0;
-        v->mem_lat = rnd(3) == 0 ? rnd(33) / 8.0 : 0;
+        v->lat = random_latency(dyadic);
+        v->mem_lat = rnd(3) == 0 ? random_latency(dyadic) : 0;
         if (rnd(4) == 0)
             v->lat = 0;
         v->module = ops / 3;
@@ -224,8 +232,8 @@ static void random_graph(rgraph *g)
     g->n_dev = rnd(8) == 0 ? 1 : 2 + (int)rnd(4);
     int homogeneous = rnd(3) == 0;
     for (int d = 0; d < g->n_dev; d++) {
-        static const double speeds[] = {0.5, 1, 2, 4};
-        g->speed[d] = homogeneous ? 1 : speeds[rnd(4)];
+        static const double speeds[] = {0.5, 1, 2, 4}, odd_speeds[] = {0.7, 1.3, 1.9, 0.45};
+        g->speed[d] = homogeneous ? 1 : dyadic ? speeds[rnd(4)] : odd_speeds[rnd(4)];
         g->memory[d] = 200 + rnd(rnd(4) == 0 ? 600 : 2000);
     }
     int max_s = g->n_dev < m ? g->n_dev : m;
@@ -235,7 +243,7 @@ static void random_graph(rgraph *g)
     g->microbatches = 1 + (int)rnd(4);
     static const double factors[] = {1, 2, 1.5, 4};
     g->param_factor = factors[rnd(4)];
-    g->rate = 1000.0 * (double)(1u << rnd(6));
+    g->rate = dyadic ? 1000.0 * (double)(1u << rnd(6)) : 1000.0 * (1 + rnd(5000)) / 77.0;
     /* cut_after: distinct positions 1..m-1, by node name or module. */
     g->n_cuts = g->S > 1 ? (int)rnd((uint32_t)g->S) : 0;
     int used[MAXOPS + 1] = {0};
@@ -493,11 +501,52 @@ static void enumerate(enum_state *es, int s, int from)
     }
 }
 
+/* The search itself on the same request, with the tie breaks' segment-tree
+ * sweep forced on every stage (the public path enumerates pairs when the
+ * windows are narrow, as they are on graphs this small), and for an
+ * infeasible request the shortfall split itself. */
+static void check_internal_search(const rgraph *g, const enum_state *es,
+                                  const partd_request *req, int feasible, uint64_t seed)
+{
+    int32_t cuts[MAXOPS + 1];
+    uint32_t n_cuts = 0;
+    for (int p = 1; p < g->m; p++)
+        if (es->req[p])
+            cuts[n_cuts++] = p;
+    partd_problem pb;
+    partd_problem_init(&pb);
+    pl_model md;
+    assert_int_equal(pl_model_build(&md, req, cuts, n_cuts, &pb), PARTD_OK);
+    md.tie_sweep_always = 1;
+    if (!feasible)
+        md.objective = PL_OBJ_SHORTFALL;
+    int32_t split[8];
+    pl_result res = {.cuts = split};
+    assert_int_equal(pl_search(&md, NULL, &res), PARTD_OK);
+    assert_true(res.found);
+    int same = 1;
+    for (int s = 0; s <= g->S; s++)
+        same &= split[s] == es->best.cuts[s];
+    if (!same) {
+        fprintf(stderr, "seed %llu: sweep split differs; want", (unsigned long long)seed);
+        for (int s = 1; s <= g->S; s++)
+            fprintf(stderr, " %d", es->best.cuts[s]);
+        fprintf(stderr, ", got");
+        for (int s = 1; s <= g->S; s++)
+            fprintf(stderr, " %d", split[s]);
+        fprintf(stderr, "\n");
+    }
+    assert_true(same);
+    assert_true(res.bottleneck == es->best.obj);
+    pl_model_free(&md);
+    partd_problem_free(&pb);
+}
+
 static void check_one(uint64_t seed)
 {
     rgraph g;
     rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
-    random_graph(&g);
+    random_graph(&g, 1);
     char *json = graph_json(&g);
     enum_state es = {.g = &g};
     required_cuts(&g, es.req);
@@ -568,6 +617,7 @@ static void check_one(uint64_t seed)
         assert_true(plan->summary.total_ms ==
                     sum + (g.microbatches - 1) * plan->summary.bottleneck_ms);
     }
+    check_internal_search(&g, &es, req, feasible, seed);
     partd_plan_free(plan);
     partd_problem_free(&pb);
     partd_request_free(req);
@@ -579,6 +629,65 @@ static void test_against_brute_force(void **state)
     (void)state;
     for (uint64_t seed = 1; seed <= 5000; seed++)
         check_one(seed);
+}
+
+/* Arbitrary doubles (latencies, speeds, rates): sums round differently on
+ * the two sides, so compare the optimum's value within 1e-9 and require the
+ * planner's split to fit, not the split itself. This guards the margins of
+ * the capacity bounds and the fixed-point times. */
+static void check_one_inexact(uint64_t seed)
+{
+    rgraph g;
+    rng_state = seed * 0xD1B54A32D192ED03ull + 7;
+    random_graph(&g, 0);
+    char *json = graph_json(&g);
+    enum_state es = {.g = &g};
+    required_cuts(&g, es.req);
+    enumerate(&es, 0, 1);
+    int feasible = es.best.found;
+    if (!feasible) {
+        es.shortfall = 1;
+        enumerate(&es, 0, 1);
+    }
+    partd_request *req;
+    partd_plan *plan;
+    partd_problem pb;
+    int rc = plan_text(json, &req, &plan, &pb);
+    if (!feasible) {
+        assert_int_equal(rc, PARTD_EINFEASIBLE);
+        char expect[64];
+        snprintf(expect, sizeof expect, "short by %lld bytes", (long long)es.best.short_by);
+        assert_non_null(strstr(pb.detail, expect));
+    } else {
+        assert_int_equal(rc, PARTD_OK);
+        double obj = -1e300;
+        int a = 0;
+        for (int s = 0; s < g.S; s++) {
+            rstage st;
+            int e = a + (int)plan->balance[s];
+            ref_stage(&g, s, a, e, &st);
+            assert_true(st.mem <= g.memory[s]);
+            if (st.cost > obj)
+                obj = st.cost;
+            a = e;
+        }
+        double tol = 1e-9 * (es.best.obj > 1 ? es.best.obj : 1);
+        if (!(obj <= es.best.obj + tol && obj >= es.best.obj - tol))
+            fprintf(stderr, "seed %llu: objective %.17g, optimum %.17g\n%s\n",
+                    (unsigned long long)seed, obj, es.best.obj, json);
+        assert_true(obj <= es.best.obj + tol && obj >= es.best.obj - tol);
+    }
+    partd_plan_free(plan);
+    partd_problem_free(&pb);
+    partd_request_free(req);
+    free(json);
+}
+
+static void test_against_brute_force_inexact(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3000; seed++)
+        check_one_inexact(seed);
 }
 
 /* ---- hand-computed cases ------------------------------------------------- */
@@ -828,6 +937,39 @@ static void test_stage_errors(void **state)
     free(json);
 }
 
+/* Request order not topological: planning order is x, a, b, out, c (the
+ * output node before the dead operation c). cut_after "out" ends stage 0
+ * after b, the last operation before it; the output node reads after the
+ * last stage, so b, read only by it, is live across the cut. */
+static void test_planning_order_and_output_position(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"graph\":{\"nodes\":["
+        "{\"name\":\"a\",\"op\":\"call_function\",\"inputs\":[\"x\"],\"output_bytes\":10,\"latency_ms\":1},"
+        "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":1},"
+        "{\"name\":\"b\",\"op\":\"call_function\",\"inputs\":[\"a\"],\"output_bytes\":20,\"latency_ms\":1},"
+        "{\"name\":\"out\",\"op\":\"output\",\"inputs\":[\"b\"]},"
+        "{\"name\":\"c\",\"op\":\"call_function\",\"inputs\":[\"a\"],\"output_bytes\":40,\"latency_ms\":1}]},"
+        "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":1000},{\"name\":\"g1\",\"memory_bytes\":1000}],"
+        "\"options\":{\"pipeline\":{\"cut_after\":[\"out\"]}}}";
+    partd_request *req;
+    partd_plan *plan;
+    partd_problem pb;
+    assert_int_equal(plan_text(json, &req, &plan, &pb), PARTD_OK);
+    assert_int_equal(plan->balance[0], 2);
+    assert_int_equal(plan->balance[1], 1);
+    assert_string_equal(partd_node_name(req, plan->parts[1].nodes[0]), "c");
+    assert_int_equal(plan->parts[1].transfer_in_bytes, 10);
+    assert_int_equal(plan->boundaries[0].n_tensors, 2);
+    assert_string_equal(partd_node_name(req, plan->boundaries[0].tensors[0]), "a");
+    assert_string_equal(partd_node_name(req, plan->boundaries[0].tensors[1]), "b");
+    assert_int_equal(plan->boundaries[0].bytes, 30);
+    partd_plan_free(plan);
+    partd_problem_free(&pb);
+    partd_request_free(req);
+}
+
 /* Uniform without constraints is DeepSpeed's partition_uniform: 10 ops in 3
  * stages -> 4, 3, 3. */
 static void test_uniform_is_deepspeed(void **state)
@@ -904,9 +1046,11 @@ int main(void)
         cmocka_unit_test(test_infeasible_report),
         cmocka_unit_test(test_cut_errors),
         cmocka_unit_test(test_stage_errors),
+        cmocka_unit_test(test_planning_order_and_output_position),
         cmocka_unit_test(test_uniform_is_deepspeed),
         cmocka_unit_test(test_cancelled),
         cmocka_unit_test(test_against_brute_force),
+        cmocka_unit_test(test_against_brute_force_inexact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

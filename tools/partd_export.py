@@ -301,7 +301,8 @@ def export_graph(module, example_inputs, *, name=None, timing=True, timing_runs=
                           timing=timing, timing_runs=timing_runs, fx_sizes=fx_sizes,
                           shapes=shapes)
     if module_info:
-        graph["modules"] = gather_module_info(module, example_inputs, gm=gm)
+        graph["modules"] = gather_module_info(module, example_inputs, gm=gm,
+                                              timing_runs=timing_runs if timing else 1)
     return graph
 
 
@@ -321,6 +322,8 @@ def export_traced(gm, example_inputs, *, name=None, timing=True, timing_runs=5,
             if timing:
                 for node in gm.graph.nodes:
                     latencies[node] = _round_ms(recorder.time_node(node, timing_runs))
+                    # gather_module_info() reuses the measurement
+                    node.meta["partd_latency_ms"] = latencies[node]
             recorder.env.clear()
     finally:
         _restore_modes(modes)
@@ -716,7 +719,7 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
         runs = [_Gatherer(module) for _ in range(max(1, timing_runs))]
         for g in runs:
             g.run(inputs)
-        latencies, saved_nodes = _fx_training_pass(gm, inputs)
+        latencies, saved_nodes = _fx_training_pass(gm, inputs, timing_runs)
     finally:
         _restore_modes(modes)
     g = runs[0]
@@ -795,9 +798,10 @@ def _add_tradeoff(entry, ops):
     entry["breakpoints"] = [float(f"{b:.6g}") for b in breaks]
 
 
-def _fx_training_pass(gm, inputs):
-    """Times each FX node in training mode and finds the nodes whose output
-    autograd saves for backward (saved-tensor hooks)."""
+def _fx_training_pass(gm, inputs, timing_runs):
+    """Finds the nodes whose output autograd saves for backward (saved-tensor
+    hooks) and the latency of every node: the one export_traced() measured
+    when there is one, else timed here."""
     saved_ptrs = set()
     param_ptrs = {p.data_ptr() for p in gm.parameters()}
 
@@ -816,7 +820,10 @@ def _fx_training_pass(gm, inputs):
             saved_nodes.add(node)
     with torch.no_grad():
         for node in gm.graph.nodes:
-            latencies[node] = _round_ms(rec.time_node(node, 3))
+            if "partd_latency_ms" in node.meta:
+                latencies[node] = node.meta["partd_latency_ms"]
+            else:
+                latencies[node] = _round_ms(rec.time_node(node, timing_runs))
     rec.env.clear()
     return latencies, saved_nodes
 
@@ -961,25 +968,54 @@ def _options_from_args(args):
         sac["memory_budget_bytes"] = parse_bytes(args.sac_budget)
     if args.sac_op_level:
         sac["op_level"] = True
+    for key, value in (("world_size", args.sac_world_size), ("ac_units", args.sac_ac_unit),
+                       ("fsdp_units", args.sac_fsdp_unit),
+                       ("time_limit_ms", args.sac_time_limit_ms),
+                       ("relative_gap", args.sac_relative_gap),
+                       ("frontier_points", args.sac_frontier_points)):
+        if value is not None:
+            sac[key] = value
     if args.sac or sac:
         options["sac"] = sac
     return options
 
 
 def dumps(doc):
-    """JSON text of a request or graph: indented, one node per line."""
+    """JSON text of a request or graph: indented, with one line per node, per
+    module order list and per module's statistics."""
     graph = doc.get("graph", doc)
-    nodes = graph.get("nodes")
-    if not isinstance(nodes, list):
-        return json.dumps(doc, indent=1) + "\n"
-    marker = "\u0000partd-nodes\u0000"
-    graph["nodes"] = marker
+    compact = {}  # marker -> text replacing it
+    saved = {}
+
+    def mark(container, key, text):
+        marker = f"\u0000partd-{len(compact)}\u0000"
+        saved[marker] = (container, key, container[key])
+        container[key] = marker
+        compact[json.dumps(marker)] = text
+
+    def lines(items, indent):
+        pad = " " * indent
+        body = ",\n".join(pad + json.dumps(x, separators=(",", ":")) for x in items)
+        return "[\n" + body + "\n" + " " * (indent - 1) + "]"
+
+    if isinstance(graph.get("nodes"), list):
+        mark(graph, "nodes", lines(graph["nodes"], 3))
+    modules = graph.get("modules")
+    if isinstance(modules, dict):
+        if isinstance(modules.get("mod_stats"), list):
+            mark(modules, "mod_stats", lines(modules["mod_stats"], 4))
+        order = modules.get("mod_order")
+        if isinstance(order, dict):
+            for key in list(order):
+                mark(order, key, json.dumps(order[key], separators=(",", ":")))
     try:
         text = json.dumps(doc, indent=1)
     finally:
-        graph["nodes"] = nodes
-    lines = ",\n".join("   " + json.dumps(n, separators=(",", ":")) for n in nodes)
-    return text.replace(json.dumps(marker), "[\n" + lines + "\n  ]") + "\n"
+        for container, key, value in saved.values():
+            container[key] = value
+    for marker, replacement in compact.items():
+        text = text.replace(marker, replacement)
+    return text + "\n"
 
 
 def main(argv=None):
@@ -1010,7 +1046,13 @@ def main(argv=None):
     p.add_argument("--transfer-rate", type=float, help="bytes per second between devices")
     p.add_argument("--sac", action="store_true", help="add options.sac (needs --module-info)")
     p.add_argument("--sac-budget", help="options.sac.memory_budget_bytes, e.g. 2GiB")
-    p.add_argument("--sac-op-level", action="store_true")
+    p.add_argument("--sac-op-level", action="store_true", help="options.sac.op_level")
+    p.add_argument("--sac-world-size", type=int, help="options.sac.world_size")
+    p.add_argument("--sac-ac-unit", action="append", help="options.sac.ac_units (repeatable)")
+    p.add_argument("--sac-fsdp-unit", action="append", help="options.sac.fsdp_units (repeatable)")
+    p.add_argument("--sac-time-limit-ms", type=float, help="options.sac.time_limit_ms")
+    p.add_argument("--sac-relative-gap", type=float, help="options.sac.relative_gap")
+    p.add_argument("--sac-frontier-points", type=int, help="options.sac.frontier_points")
     args = p.parse_args(argv)
     try:
         kwargs = json.loads(args.kwargs)
@@ -1020,11 +1062,11 @@ def main(argv=None):
             raise ValueError("--devices is required unless --graph-only")
         if args.timing_runs < 1:
             raise ValueError("--timing-runs must be >= 1")
-        if (args.sac or args.sac_budget or args.sac_op_level) and not args.module_info:
+        options = _options_from_args(args)
+        if "sac" in options and not args.module_info:
             raise ValueError("options.sac needs --module-info")
         inputs = [parse_input(s) for s in args.input]
         devices = parse_devices(args.devices) if args.devices else None
-        options = _options_from_args(args)
         model = load_model(args.model, kwargs)
     except (ValueError, json.JSONDecodeError, ImportError, AttributeError) as e:
         print(f"partd_export: {e}", file=sys.stderr)

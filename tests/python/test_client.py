@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 import partd_client as pc
-from conftest import PYTHON, ROOT
+from partd_testlib import PYTHON, ROOT
 
 CLIENT = os.path.join(ROOT, "tools", "partd_client.py")
 RESULT = {"mode": "size_based", "partitions": [], "tied_params": [],

@@ -1,8 +1,9 @@
 """The client and the API documents against the real daemon.
 
-Starts `partd serve` (PARTD_BIN) on a free loopback port with a temporary
---data-dir and waits for its READY=1 on a NOTIFY_SOCKET of our own (the
-systemd notify protocol), so no test sleeps. Skips cleanly when the binary
+Starts `partd serve` (PARTD_BIN) on loopback port 0 (any free port) with a
+temporary --data-dir and waits for its READY=1 on a NOTIFY_SOCKET of our own
+(the systemd notify protocol), whose STATUS names the bound address, so no
+test sleeps or guesses a port. Skips cleanly when the binary
 has no `serve` command. Every job, list page, result and problem document
 the daemon answers is validated against api/schemas.
 """
@@ -19,15 +20,9 @@ import pytest
 jsonschema = pytest.importorskip("jsonschema")
 
 import partd_client as pc  # noqa: E402
-from conftest import PYTHON, ROOT, TINY_REQUEST, partd_bin  # noqa: E402
+from partd_testlib import PYTHON, ROOT, TINY_REQUEST, partd_bin  # noqa: E402
 
 SCHEMAS = os.path.join(ROOT, "api", "schemas")
-
-
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Daemon:
@@ -35,8 +30,7 @@ class Daemon:
         binary = partd_bin()
         if not os.path.exists(binary):
             pytest.skip(f"partd binary not built ({binary})")
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = None
         notify_path = os.path.join(tmp, "notify.sock")
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(notify_path)
@@ -45,7 +39,7 @@ class Daemon:
         env["NOTIFY_SOCKET"] = notify_path
         self.log = open(os.path.join(tmp, "partd.log"), "w+")
         self.proc = subprocess.Popen(
-            [binary, "serve", "--listen", f"127.0.0.1:{self.port}",
+            [binary, "serve", "--listen", "127.0.0.1:0",
              "--data-dir", os.path.join(tmp, "data"), *extra],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self._wait_ready()
@@ -57,7 +51,14 @@ class Daemon:
                 msg = self.notify.recv(4096).decode()
             except socket.timeout:
                 msg = ""
-            if "READY=1" in msg.split("\n"):
+            fields = msg.split("\n")
+            for field in fields:
+                if field.startswith("STATUS=listening on "):
+                    self.url = "http://" + field[len("STATUS=listening on "):].strip()
+            if "READY=1" in fields:
+                if self.url is None:
+                    self.close()
+                    pytest.fail(f"READY=1 without the listening address: {msg!r}")
                 return
             if self.proc.poll() is not None:
                 self.log.seek(0)

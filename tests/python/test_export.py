@@ -1,9 +1,11 @@
 """Tests of tools/partd_export.py: graph export, sizes, shared parameters,
 module ownership, timing switch, device specs, module info, command line."""
 
+import io
 import json
 import os
 import subprocess
+from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
@@ -12,7 +14,7 @@ torchvision = pytest.importorskip("torchvision")
 
 import models  # noqa: E402
 import partd_export as pe  # noqa: E402
-from conftest import PYTHON, ROOT  # noqa: E402
+from partd_testlib import PYTHON, ROOT  # noqa: E402
 
 EXPORTER = os.path.join(ROOT, "tools", "partd_export.py")
 
@@ -347,6 +349,24 @@ def test_cli_file_model_with_module_info(tmp_path):
     assert req["options"] == {"sac": {"memory_budget_bytes": 2**20}}
 
 
+def test_cli_every_sac_option(tmp_path):
+    out = tmp_path / "req.json"
+    code = pe.main([os.path.join(ROOT, "tests/python/models.py") + ":gpt2_tiny", "--input", "1,8:int64",
+                    "--devices", "2x1GiB", "--no-timing", "--module-info",
+                    "--sac-budget", "64MiB", "--sac-op-level", "--sac-world-size", "2",
+                    "--sac-ac-unit", "GPT2.h.0", "--sac-ac-unit", "GPT2.h.1",
+                    "--sac-fsdp-unit", "GPT2", "--sac-time-limit-ms", "500",
+                    "--sac-relative-gap", "0.01", "--sac-frontier-points", "3",
+                    "--transfer-rate", "2.5e10", "--param-factor", "4", "-o", str(out)])
+    assert code == 0
+    options = json.loads(out.read_text())["options"]
+    assert options == {
+        "transfer_bytes_per_sec": 2.5e10, "pipeline": {"param_factor": 4.0},
+        "sac": {"memory_budget_bytes": 64 * 2**20, "op_level": True, "world_size": 2,
+                "ac_units": ["GPT2.h.0", "GPT2.h.1"], "fsdp_units": ["GPT2"],
+                "time_limit_ms": 500.0, "relative_gap": 0.01, "frontier_points": 3}}
+
+
 def test_cli_graph_only_to_stdout():
     proc = _export("torch.nn:Identity", "--input", "2,2", "--graph-only", "--no-timing")
     assert proc.returncode == 0, proc.stderr
@@ -365,6 +385,14 @@ def test_cli_graph_only_to_stdout():
     (["torch.nn:Identity", "--input", "1", "--devices", "1GiB", "--kwargs", "[]"], "JSON object"),
 ])
 def test_cli_rejects_bad_arguments(args, message):
-    proc = _export(*args)
-    assert proc.returncode == 2
-    assert message in proc.stderr
+    # in-process: the messages come before any tracing
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        code = pe.main(args)
+    assert code == 2
+    assert message in err.getvalue()
+
+
+def test_cli_bad_arguments_exit_2_as_a_program():
+    proc = _export("torch.nn:Identity", "--input", "1", "--devices", "1GiBs")
+    assert proc.returncode == 2 and "byte size" in proc.stderr

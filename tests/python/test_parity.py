@@ -19,7 +19,9 @@ it the way the exporter measures (tensors of a tuple summed, 0 for no tensor)
 and leaves PyTorch's partitioning algorithm untouched.
 """
 
+import json
 import math
+import os
 
 import pytest
 
@@ -36,7 +38,7 @@ from torch.fx.experimental.partitioner_utils import (  # noqa: E402
 from torch.fx.passes.graph_manipulation import size_bytes  # noqa: E402
 
 import partd_export as pe  # noqa: E402
-from conftest import run_plan  # noqa: E402
+from partd_testlib import ROOT, run_plan  # noqa: E402
 
 OPS = ("call_module", "call_function", "call_method")
 
@@ -110,14 +112,18 @@ def exported():
 
 
 def _pytorch_plan(ex, devices, monkeypatch):
+    return _pytorch_partition(ex.gm, ex.model, devices, monkeypatch, ex.extended)
+
+
+def _pytorch_partition(gm, model, devices, monkeypatch, extended=False):
     """[(frozenset of op node names, logical ids)] or the RuntimeError."""
-    if ex.extended:
+    if extended:
         monkeypatch.setattr(fx_partitioner, "get_size_of_all_nodes", _extended_sizes)
     fx_devices = [Device(d["name"], d["memory_bytes"], d["logical_id"]) for d in devices]
     config = PartitionerConfig(fx_devices, PartitionMode.size_based)
     partitioner = fx_partitioner.Partitioner()
     try:
-        partitioner.partition_graph(ex.gm, ex.model, config)
+        partitioner.partition_graph(gm, model, config)
     except RuntimeError as e:
         return e
     return sorted((frozenset(n.name for n in p.nodes if n.op in OPS),
@@ -230,3 +236,22 @@ def test_exported_sizes_are_fx_sizes(exported):
             assert ours["output_bytes"] + params == node.size_bytes.total_size, node.name
         if node.op in ("call_function", "call_method"):
             assert "params" not in ours
+
+
+def test_size_based_example_matches_pytorch(monkeypatch):
+    """examples/resnet50-size_based: the stored result is PyTorch's plan."""
+    base = os.path.join(ROOT, "examples", "resnet50-size_based")
+    with open(os.path.join(base, "request.json")) as f:
+        request = json.load(f)
+    with open(os.path.join(base, "result.json")) as f:
+        result = json.load(f)
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50().eval()
+    gm = pe.trace(model)
+    graph = pe.export_traced(gm, torch.randn(1, 3, 224, 224), timing=False, fx_sizes=True)
+    assert [n["output_bytes"] for n in graph["nodes"]] == \
+        [n["output_bytes"] for n in request["graph"]["nodes"]]
+    devices = [dict(d, logical_id=i) for i, d in enumerate(request["devices"])]
+    theirs = _pytorch_partition(gm, model, devices, monkeypatch)
+    ours = sorted((frozenset(p["nodes"]), tuple(p["logical_ids"])) for p in result["partitions"])
+    assert ours == theirs

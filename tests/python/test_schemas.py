@@ -3,7 +3,7 @@ the examples, and what partd really answers.
 
 * every schema is a valid JSON Schema 2020-12; every $ref of openapi.yaml
   resolves; every route, method and status of the contract is documented;
-* examples/*.request.json and *.result.json validate, and `partd plan`
+* examples/*/request.json and result.json validate, and `partd plan`
   reproduces each example result byte for byte;
 * the request schema and partd's decoder agree on valid and invalid
   requests (unknown members rejected everywhere but inside `meta`), and
@@ -21,7 +21,7 @@ import pytest
 jsonschema = pytest.importorskip("jsonschema")
 yaml = pytest.importorskip("yaml")
 
-from conftest import ROOT, TINY_REQUEST, run_plan  # noqa: E402
+from partd_testlib import ROOT, TINY_REQUEST, run_plan  # noqa: E402
 
 API = os.path.join(ROOT, "api")
 SCHEMAS = os.path.join(API, "schemas")
@@ -158,16 +158,18 @@ def test_openapi_documents_the_headers(openapi):
 
 # -- examples ------------------------------------------------------------------
 
-EXAMPLE_REQUESTS = sorted(glob.glob(os.path.join(EXAMPLES, "*.request.json")))
-EXAMPLE_IDS = [os.path.basename(p) for p in EXAMPLE_REQUESTS]
+EXAMPLE_REQUESTS = sorted(glob.glob(os.path.join(EXAMPLES, "*", "request.json")))
+EXAMPLE_IDS = [os.path.basename(os.path.dirname(p)) for p in EXAMPLE_REQUESTS]
+
+
+def _result_path(request_path):
+    return os.path.join(os.path.dirname(request_path), "result.json")
 
 
 def test_examples_exist():
-    names = [os.path.basename(p) for p in EXAMPLE_REQUESTS]
-    for model in ("resnet50", "gpt2", "vit_b_16"):
-        assert any(n.startswith(model) for n in names), model
+    assert {"resnet50", "resnet50-size_based", "gpt2-small", "gpt2-sac", "vit_b_16"} <= set(EXAMPLE_IDS)
     for req in EXAMPLE_REQUESTS:
-        assert os.path.exists(req.replace(".request.json", ".result.json")), req
+        assert os.path.exists(_result_path(req)), req
 
 
 @pytest.mark.parametrize("path", EXAMPLE_REQUESTS, ids=EXAMPLE_IDS)
@@ -177,7 +179,7 @@ def test_example_request_validates(validator, path):
 
 @pytest.mark.parametrize("path", EXAMPLE_REQUESTS, ids=EXAMPLE_IDS)
 def test_example_result_validates(validator, path):
-    result = _load(path.replace(".request.json", ".result.json"))
+    result = _load(_result_path(path))
     assert _errors(validator, "result", result) == []
 
 
@@ -189,8 +191,10 @@ def test_example_result_is_what_partd_plans(partd_plan_bin, path):
     if proc.returncode == 2 and b"unsupported-mode" in proc.stderr:
         pytest.skip("this partd build cannot plan the example's mode yet")
     assert proc.returncode == 0, proc.stderr.decode()
-    with open(path.replace(".request.json", ".result.json"), "rb") as f:
-        assert proc.stdout == f.read()
+    with open(_result_path(path), "rb") as f:
+        assert proc.stdout == f.read(), (
+            "the stored result is stale: after a planner change run "
+            "`examples/generate.sh --plan-only` and review the diff")
 
 
 # -- schema and decoder agree -------------------------------------------------------

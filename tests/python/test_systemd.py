@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, partd_bin
+from partd_testlib import ROOT, partd_bin
 
 UNIT = os.path.join(ROOT, "systemd", "partd.service")
 ANALYZE = shutil.which("systemd-analyze")

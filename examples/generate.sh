@@ -1,0 +1,68 @@
+#!/bin/sh
+# Regenerates the examples: each examples/NAME/request.json is exported from
+# a real model with tools/partd_export.py (random weights, latencies measured
+# on this machine's CPU: medians of timed runs; the GPT-2 and ViT examples
+# use short inputs and two runs, as this Debian torch multiplies matrices
+# slowly on the CPU), and examples/NAME/result.json is what `partd plan`
+# answers. Results are deterministic: planning a stored request again gives
+# the stored result byte for byte (tests/python/test_schemas.py checks it);
+# re-exporting re-measures the latencies.
+#
+#   examples/generate.sh [--plan-only] [PARTD_BIN]   (from anywhere in the tree)
+#
+# --plan-only keeps the requests and only plans them again (after a planner
+# change; seconds instead of the exports' minutes).
+set -eu
+PLAN_ONLY=0
+if [ "${1:-}" = "--plan-only" ]; then PLAN_ONLY=1; shift; fi
+PY=${PYTHON:-/usr/bin/python3}
+PARTD=${1:-${PARTD_BIN:-build/partd}}
+EXPORT="$PY tools/partd_export.py"
+cd "$(dirname "$0")/.."
+if [ "$PLAN_ONLY" = 0 ]; then
+mkdir -p examples/resnet50 examples/resnet50-size_based examples/gpt2-small examples/gpt2-sac \
+    examples/vit_b_16
+
+# ResNet-50, microbatches of 32 images (node sizes are per microbatch),
+# four microbatches in flight (GPipe) over four 16 GiB GPUs.
+$EXPORT torchvision.models:resnet50 --input 32,3,224,224 --devices 4x16GiB \
+    --mode pipeline --balance-by time --schedule gpipe --microbatches 4 \
+    -o examples/resnet50/request.json
+
+# ResNet-50 with torch.fx's own sizes, size_based over three small devices:
+# the same partitions as PyTorch's Partitioner (see test_parity.py).
+$EXPORT torchvision.models:resnet50 --input 1,3,224,224 --fx-sizes --no-timing \
+    --devices a=112MiB,b=96MiB,c=80MiB --mode size_based \
+    -o examples/resnet50-size_based/request.json
+
+# GPT-2 small (124M, tied embedding and LM head), 1 x 64 tokens, training:
+# 1F1B over two fast and two half-speed GPUs, weights + grads + Adam moments
+# (param_factor 4). The tied weight shows up in tied_params.
+$EXPORT tests/python/models.py:gpt2 --input 1,64:int64 --timing-runs 2 \
+    --devices a100-0=40GiB,a100-1=40GiB,t4-0=16GiB@0.5,t4-1=16GiB@0.5 \
+    --mode pipeline --balance-by time --schedule 1f1b --microbatches 8 \
+    --param-factor 4 -o examples/gpt2-small/request.json
+
+# A GPT-2-shaped model whose activations dominate (4 x 512 tokens, width 128,
+# 4 layers), with the module statistics of one training step and the
+# activation-checkpointing plan for a 96 MiB budget (about 60 % of its
+# unconstrained peak), op-level policies included.
+$EXPORT tests/python/models.py:gpt2 \
+    --kwargs '{"vocab": 1000, "positions": 512, "width": 128, "layers": 4, "heads": 4}' \
+    --input 4,512:int64 --timing-runs 2 --devices 2x8GiB --module-info \
+    --sac-budget 96MiB --sac-op-level -o examples/gpt2-sac/request.json
+
+# ViT-B/16, one image, inference on one large and one small GPU, stages
+# balanced by time with the small GPU 3x slower.
+$EXPORT torchvision.models:vit_b_16 --input 1,3,224,224 --timing-runs 2 \
+    --devices a100=40GiB,t4=16GiB@0.33 --mode pipeline --balance-by time \
+    -o examples/vit_b_16/request.json
+
+fi
+
+for req in examples/*/request.json; do
+    res=${req%request.json}result.json
+    status=0
+    "$PARTD" plan "$req" -o "$res" || status=$?
+    echo "$req -> $res (exit $status)"
+done
