@@ -60,6 +60,8 @@ static struct {
     int remove_base;
     char id[64];
     char etag[96];
+    int connect_errno;         /* of the last failed connect */
+    char why[160];             /* the sentence returned for it */
 } H;
 
 typedef struct buf {
@@ -120,6 +122,26 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 typedef enum { EX_OK = 0, EX_CONNECT, EX_TIMEOUT } ex_status;
 
+/* connect(2) that survives signals: libFuzzer's SIGALRM (its -timeout
+ * watchdog) interrupts it, and the connection then completes on its own. */
+static int connect_loopback(int fd, const struct sockaddr_in *sa, int64_t deadline)
+{
+    if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
+        return 0;
+    if (errno != EINTR && errno != EINPROGRESS)
+        return -1;
+    if (wait_fd(fd, POLLOUT, deadline) <= 0) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        return -1;
+    errno = err;
+    return err == 0 ? 0 : -1;
+}
+
 /* Sends `req` on a new connection and reads the answer to EOF. The answer is
  * kept up to MAX_ANSWER_KEPT bytes (the rest is read and dropped). */
 static ex_status exchange(const char *req, size_t len, buf *answer)
@@ -131,11 +153,12 @@ static ex_status exchange(const char *req, size_t len, buf *answer)
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)H.port);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    int64_t deadline = now_ms() + IO_TIMEOUT_MS;
+    if (connect_loopback(fd, &sa, deadline) != 0) {
+        H.connect_errno = errno;
         close(fd);
         return EX_CONNECT;
     }
-    int64_t deadline = now_ms() + IO_TIMEOUT_MS;
     size_t sent = 0;
     ex_status st = EX_OK;
     while (sent < len) {
@@ -166,9 +189,9 @@ static ex_status exchange(const char *req, size_t len, buf *answer)
         if (answer->len < MAX_ANSWER_KEPT)
             buf_add(answer, chunk, (size_t)n);
     }
-    /* Reset rather than FIN: no TIME_WAIT pile-up over many inputs. */
-    struct linger lg = {1, 0};
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    /* The daemon closed first (Connection: close), so the TIME_WAIT is on
+     * its side, and it has let go of the connection: a harness faster than
+     * its cleanup cannot run into the connection limits. */
     close(fd);
     return st;
 }
@@ -416,8 +439,11 @@ const char *partd_fuzz_http_one(const uint8_t *data, size_t size)
         return NULL; /* out of memory in the harness is not a finding */
     }
     ex_status st = exchange(req.p, req.len, &raw);
-    if (st == EX_CONNECT)
-        bad = "the daemon no longer accepts connections";
+    if (st == EX_CONNECT) {
+        snprintf(H.why, sizeof H.why, "the daemon no longer accepts connections (%s)",
+                 strerror(H.connect_errno));
+        bad = H.why;
+    }
     else if (st == EX_TIMEOUT)
         bad = "the daemon did not answer within the I/O timeout";
     else if (!raw.failed) {
@@ -595,7 +621,7 @@ int partd_fuzz_http_start(void)
             "--max-body-bytes", "1048576", "--max-model-bytes", "16777216",
             "--max-nodes", "20000", "--job-timeout-ms", "2000",
             "--cache-max-bytes", "4194304", "--conn-timeout-s", "10",
-            "--max-connections", "64", "--max-connections-per-ip", "64",
+            "--max-connections", "1024", "--max-connections-per-ip", "1024",
             "--shutdown-grace-ms", "0", NULL};
         argv[2] = listen;
         argv[4] = data_dir;

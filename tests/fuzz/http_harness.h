@@ -26,8 +26,9 @@
  *
  * Invariants checked per input: the daemon answers within a bound with a
  * status from the contract's list; JSON and problem bodies parse, and a
- * problem's "status" is the HTTP status; /livez still answers afterwards is
- * checked by the next input's connect. Returns NULL or a static sentence.
+ * problem's "status" is the HTTP status; that the daemon still accepts
+ * connections is checked by the next input's connect. Returns NULL or a
+ * sentence (static, or the harness's own buffer until the next call).
  */
 #ifndef PARTD_FUZZ_HTTP_HARNESS_H
 #define PARTD_FUZZ_HTTP_HARNESS_H

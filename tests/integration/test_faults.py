@@ -200,7 +200,6 @@ def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, start
     # A restart finds a consistent store holding everything stored so far.
     assert d.stop() == 0
     assert integrity_ok(data)
-    print("status right after each restart:", outcomes)
     d.start()
     assert_still_served(d, stored, stored_result)
     assert d.request("GET", f"/v1/jobs/{again['id']}/result").body == result.body
@@ -223,6 +222,7 @@ def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, start_daemon, 
     ext4.break_it()
 
     job = finished_job(d, job_id)
+    print("job when the file system turned read-only:", job["status"])
     if job["status"] == "failed":
         assert_store_failure(d, job)
     # (It may have finished in the instant before the file system turned.)

@@ -11,7 +11,7 @@ import socket
 import threading
 import time
 
-from hardening_support import chain_request, start_daemon, wait_until  # noqa: F401
+from hardening_support import PARTD_BIN, chain_request, start_daemon, wait_until  # noqa: F401
 
 JSON = {"Content-Type": "application/json"}
 
@@ -221,6 +221,11 @@ def test_body_longer_than_its_content_length_is_cut_at_the_length(start_daemon):
     assert d.request("GET", "/v1/jobs").json()["jobs"] == []
 
 
+def built_with_asan():
+    with open(PARTD_BIN, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
 def deep_nesting():
     return b'{"graph":{"name":"deep","nodes":' + b"[" * 10000 + b"]" * 10000 + b"}}"
 
@@ -281,6 +286,10 @@ def test_pathological_bodies_get_4xx_and_memory_returns(start_daemon):
             "invalid-request", pointer="/devices/0/memory_bytes")
     problem(post(b"[]"), 422, "invalid-request", pointer="")
     assert d.alive()
+    if built_with_asan():
+        # ASan's allocator keeps freed memory in quarantine: RSS says
+        # nothing about the daemon's own use there.
+        return
 
     def settled():
         cache = d.metric("partd_cache_bytes") or 0

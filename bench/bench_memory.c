@@ -1,0 +1,151 @@
+/*
+ * bench_memory.c - planning memory: peak resident size of decoding and of
+ * planning + rendering, per 10^6 nodes.
+ *
+ * For synthetic transformers (bench/support/gen.h) of 10^5 and 10^6 nodes on
+ * 8 heterogeneous devices, in size_based and pipeline mode, one child
+ * process per case: it generates the request text, resets the kernel's peak
+ * RSS mark (/proc/self/clear_refs, "5"), decodes (peak over the RSS before),
+ * returns freed heap pages (malloc_trim), resets again, plans and renders
+ * the result (peak over the RSS before).
+ * Also prints the decoder's estimate of the model (what --max-model-bytes
+ * compares against) next to the measured decode peak, so that the ceiling's
+ * meaning can be checked. Prints figures; asserts nothing about them.
+ */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "decode.h"
+#include "gen.h"
+#include "partd.h"
+#include "plan.h"
+#include "result.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* A line "Key:   123 kB" of /proc/self/status, in bytes; 0 when absent. */
+static double status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    double v = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0 && line[n] == ':') {
+            v = strtod(line + n + 1, NULL) * 1024.0;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+/* Resets VmHWM to the current RSS (Linux >= 4.0). 0 when it worked. */
+static int reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+typedef struct figures {
+    double request_bytes, model_estimate, decode_peak, plan_peak;
+    unsigned nodes, partitions;
+} figures;
+
+static int measure(uint32_t n, const char *mode, figures *fig)
+{
+    partd_gen_spec spec = {.n_nodes = n, .n_devices = 8, .heterogeneous = 1,
+                           .memory_slack = 1.25, .mode = mode, .seed = 7};
+    size_t len;
+    char *text = partd_gen_request(&spec, &len);
+    if (!text || reset_peak() != 0)
+        return 1;
+    fig->request_bytes = (double)len;
+    double base = status_bytes("VmRSS");
+    partd_problem pb;
+    partd_problem_init(&pb);
+    partd_request *req = NULL;
+    if (partd_request_decode(text, len, NULL, &req, &pb) != PARTD_OK) {
+        fprintf(stderr, "decode failed: %s\n", pb.detail ? pb.detail : "?");
+        return 1;
+    }
+    fig->decode_peak = status_bytes("VmHWM") - base;
+    fig->model_estimate = (double)partd_request_model_bytes(req);
+    fig->nodes = req->graph.n_nodes;
+    free(text); /* the daemon frees the body before planning, too */
+    /* Hand the JSON tree's freed pages back, or planning would reuse them
+     * without raising the peak and look free. */
+    malloc_trim(0);
+    reset_peak();
+    base = status_bytes("VmRSS");
+    partd_plan *plan = NULL;
+    if (partd_plan_run(req, NULL, &plan, &pb) != PARTD_OK) {
+        fprintf(stderr, "plan failed: %s\n", pb.detail ? pb.detail : "?");
+        return 1;
+    }
+    size_t rlen;
+    char *result = partd_result_to_json(req, plan, &rlen);
+    if (!result)
+        return 1;
+    fig->plan_peak = status_bytes("VmHWM") - base;
+    fig->partitions = plan->n_parts;
+    free(result);
+    partd_plan_free(plan);
+    partd_request_free(req);
+    partd_problem_free(&pb);
+    return 0;
+}
+
+/* Runs measure() in a child so that every case starts from a fresh heap. */
+static int run_case(uint32_t n, const char *mode)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        figures fig = {0};
+        int rc = measure(n, mode, &fig);
+        if (rc == 0 && write(fds[1], &fig, sizeof fig) != (ssize_t)sizeof fig)
+            rc = 1;
+        _exit(rc);
+    }
+    close(fds[1]);
+    figures fig;
+    ssize_t got = read(fds[0], &fig, sizeof fig);
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    if (got != (ssize_t)sizeof fig || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "memory case n=%u %s failed\n", n, mode);
+        return 1;
+    }
+    double per = 1e6 / fig.nodes;
+    printf("memory %-10s n=%-8u request=%7.1f MiB  model estimate=%7.1f MiB  "
+           "decode peak=%7.1f MiB (%6.1f MiB/10^6 nodes)  plan+render peak=%7.1f MiB "
+           "(%6.1f MiB/10^6 nodes)  partitions=%u\n",
+           mode, fig.nodes, fig.request_bytes / MIB, fig.model_estimate / MIB,
+           fig.decode_peak / MIB, fig.decode_peak * per / MIB, fig.plan_peak / MIB,
+           fig.plan_peak * per / MIB, fig.partitions);
+    return 0;
+}
+
+int main(void)
+{
+    const uint32_t sizes[] = {100000, 1000000};
+    const char *modes[] = {"size_based", "pipeline"};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
+            if (run_case(sizes[i], modes[m]) != 0)
+                return 1;
+    return 0;
+}
