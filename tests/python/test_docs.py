@@ -1,4 +1,4 @@
-"""docs/README-tour.md says what partd does: every JSON block in it parses;
+"""README.md says what partd does: every JSON block in it parses;
 every `options` fragment, put into the examples/gpt2-sac request, validates
 against the request schema and `partd plan` plans it; the device and node
 fragments validate; the commands it shows exist."""
@@ -16,7 +16,7 @@ import partd_client  # noqa: E402
 import partd_export  # noqa: E402
 from partd_testlib import ROOT, run_plan  # noqa: E402
 
-TOUR = os.path.join(ROOT, "docs", "README-tour.md")
+TOUR = os.path.join(ROOT, "README.md")
 EXAMPLE = os.path.join(ROOT, "examples", "gpt2-sac", "request.json")
 OPTION_KEYS = {"mode", "transfer_bytes_per_sec", "pipeline", "sac"}
 
