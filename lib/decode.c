@@ -234,6 +234,40 @@ static int get_enum(decoder *d, json_t *v, const char *ptr,
     return -1;
 }
 
+/* first[i] = the smallest index whose key equals keys[i] (i itself for a
+ * first occurrence). Keys < 0 are "absent" and never repeat. Sorting keeps
+ * this O(n log n): lists and device inventories come from clients. */
+typedef struct keyed {
+    int64_t key;
+    uint32_t index;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int first_occurrences(const int64_t *keys, uint32_t n, uint32_t *first)
+{
+    keyed *k = malloc((size_t)(n ? n : 1) * sizeof *k);
+    if (!k)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        k[i] = (keyed){keys[i], i};
+        first[i] = i;
+    }
+    if (n)
+        qsort(k, n, sizeof *k, cmp_keyed);
+    for (uint32_t i = 1; i < n; i++)
+        if (k[i].key >= 0 && k[i].key == k[i - 1].key)
+            first[k[i].index] = first[k[i - 1].index];
+    free(k);
+    return 0;
+}
+
 /* A list of names (for cut_after, ac_units, fsdp_units): string ids in a new
  * array, duplicates reported. */
 static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
@@ -255,19 +289,28 @@ static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
     }
     int bad = 0;
     char p[PTR_CAP];
+    int64_t *keys = malloc((n ? n : 1) * sizeof *keys);
+    uint32_t *first = malloc((n ? n : 1) * sizeof *first);
     for (size_t i = 0; i < n; i++) {
         ptr_index(p, ptr, i);
         ids[i] = get_name(d, json_array_get(v, i), p);
-        if (ids[i] == PARTD_STR_NONE) {
-            bad = 1;
-            continue;
-        }
-        for (size_t j = 0; j < i; j++)
-            if (ids[j] == ids[i]) {
-                partd_problem_add(d->pb, p, "repeats entry %zu", j);
+        bad |= ids[i] == PARTD_STR_NONE;
+        if (keys)
+            keys[i] = ids[i] == PARTD_STR_NONE ? -1 : (int64_t)ids[i];
+    }
+    if (!keys || !first || first_occurrences(keys, (uint32_t)n, first) != 0) {
+        add(d, ptr, "out of memory");
+        bad = 1;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (first[i] != i) {
+                ptr_index(p, ptr, i);
+                partd_problem_add(d->pb, p, "repeats entry %u", first[i]);
                 bad = 1;
             }
     }
+    free(keys);
+    free(first);
     *out = ids;
     *n_out = (uint32_t)n;
     return bad ? -1 : 0;
@@ -1023,6 +1066,43 @@ out:
 
 /* ---- devices and options ------------------------------------------------- */
 
+/* Duplicate device names and logical ids, each named with its first use. */
+static void check_device_repeats(decoder *d)
+{
+    uint32_t n = d->req->n_devices;
+    int64_t *keys = malloc(n * sizeof *keys);
+    uint32_t *first_name = malloc(n * sizeof *first_name);
+    uint32_t *first_id = malloc(n * sizeof *first_id);
+    int ok = keys && first_name && first_id;
+    for (uint32_t i = 0; ok && i < n; i++)
+        keys[i] = d->req->devices[i].name == PARTD_STR_NONE ? -1 : (int64_t)d->req->devices[i].name;
+    ok = ok && first_occurrences(keys, n, first_name) == 0;
+    for (uint32_t i = 0; ok && i < n; i++)
+        keys[i] = d->req->devices[i].logical_id;
+    ok = ok && first_occurrences(keys, n, first_id) == 0;
+    char ptr[PTR_CAP];
+    for (uint32_t i = 0; ok && i < n; i++) {
+        const partd_device *dev = &d->req->devices[i];
+        if (first_name[i] != i) {
+            ptr_index(ptr, "/devices", i);
+            partd_pointer_append(ptr, PTR_CAP, "name");
+            partd_problem_add(d->pb, ptr, "duplicate device name \"%s\" (first at /devices/%u)",
+                              partd_str(&d->req->strings, dev->name), first_name[i]);
+        }
+        if (first_id[i] != i) {
+            ptr_index(ptr, "/devices", i);
+            partd_pointer_append(ptr, PTR_CAP, "logical_id");
+            partd_problem_add(d->pb, ptr, "duplicate logical id %lld (also /devices/%u)",
+                              (long long)dev->logical_id, first_id[i]);
+        }
+    }
+    if (!ok)
+        add(d, "/devices", "out of memory");
+    free(keys);
+    free(first_name);
+    free(first_id);
+}
+
 static void decode_devices(decoder *d, json_t *devices, const partd_decode_limits *lim)
 {
     static const char *const device_members[] = {"name", "memory_bytes", "logical_id",
@@ -1083,20 +1163,8 @@ static void decode_devices(decoder *d, json_t *devices, const partd_decode_limit
             ptr_member(ptr, base, "speed");
             get_number(d, v, ptr, 0, 1, 1e9, &dev->speed);
         }
-        for (size_t j = 0; j < i; j++) {
-            partd_device *o2 = &d->req->devices[j];
-            if (dev->name != PARTD_STR_NONE && o2->name == dev->name) {
-                ptr_member(ptr, base, "name");
-                partd_problem_add(d->pb, ptr, "duplicate device name \"%s\" (first at /devices/%zu)",
-                                  partd_str(&d->req->strings, dev->name), j);
-            }
-            if (o2->logical_id == dev->logical_id) {
-                ptr_member(ptr, base, "logical_id");
-                partd_problem_add(d->pb, ptr, "duplicate logical id %lld (also /devices/%zu)",
-                                  (long long)dev->logical_id, j);
-            }
-        }
     }
+    check_device_repeats(d);
 }
 
 static const char *const mode_names[] = {"pipeline", "size_based", NULL};

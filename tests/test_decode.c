@@ -354,6 +354,27 @@ static void test_duplicate_logical_ids(void **state)
                  "/devices/1/logical_id", "duplicate logical id 1");
 }
 
+static void test_repeats_name_their_first_use(void **state)
+{
+    (void)state;
+    partd_problem pb;
+    tu_decode_fail("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":["
+                   "{\"name\":\"g\",\"memory_bytes\":5,\"logical_id\":3},"
+                   "{\"name\":\"h\",\"memory_bytes\":5,\"logical_id\":1},"
+                   "{\"name\":\"g\",\"memory_bytes\":5,\"logical_id\":2},"
+                   "{\"name\":\"k\",\"memory_bytes\":5,\"logical_id\":1},"
+                   "{\"name\":\"g\",\"memory_bytes\":5,\"logical_id\":4}],"
+                   "\"options\":{\"pipeline\":{\"cut_after\":[\"x\",\"y\",\"x\",\"x\"]}}}",
+                   PARTD_EINVALID, &pb);
+    tu_assert_error(&pb, "/devices/2/name", "first at /devices/0");
+    tu_assert_error(&pb, "/devices/4/name", "first at /devices/0");
+    tu_assert_error(&pb, "/devices/3/logical_id", "duplicate logical id 1 (also /devices/1)");
+    tu_assert_error(&pb, "/options/pipeline/cut_after/2", "repeats entry 0");
+    tu_assert_error(&pb, "/options/pipeline/cut_after/3", "repeats entry 0");
+    assert_int_equal(pb.n_errors, 5);
+    partd_problem_free(&pb);
+}
+
 static void test_params_and_param_bytes_exclusive(void **state)
 {
     (void)state;
@@ -529,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_device_speed_must_be_positive),
         cmocka_unit_test(test_duplicate_device_names),
         cmocka_unit_test(test_duplicate_logical_ids),
+        cmocka_unit_test(test_repeats_name_their_first_use),
         cmocka_unit_test(test_params_and_param_bytes_exclusive),
         cmocka_unit_test(test_shared_param_sizes_must_agree),
         cmocka_unit_test(test_bad_options),
