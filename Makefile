@@ -1,7 +1,7 @@
 # partd build. `make` builds the partd binary and libpartd.a; see README.md.
 #   make test      unit tests (cmocka) + integration and tool tests (pytest)
 #   make asan      the same suite built with AddressSanitizer + UBSan
-#   make check     test, then asan (what CI runs)
+#   make check     test, asan, fuzz-smoke, tsan (what CI runs)
 #   make bench     benchmarks, printing their figures
 #   make install   PREFIX=/usr/local DESTDIR=
 #   make fuzz      libFuzzer drivers (clang); make fuzz-smoke runs each 60 s
@@ -111,9 +111,14 @@ asan:
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		test
 
+# Everything CI runs: the suite plain and under ASan+UBSan, each fuzz driver
+# for FUZZ_SECONDS under ASan+UBSan, the daemon's concurrency tests under
+# ThreadSanitizer.
 check:
 	$(MAKE) test
 	$(MAKE) asan
+	$(MAKE) fuzz-smoke
+	$(MAKE) tsan
 
 bench: $(BENCH_BIN) $(PARTD)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; PARTD_BIN=$(abspath $(PARTD)) $$b; done
