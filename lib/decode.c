@@ -805,51 +805,18 @@ out:
 
 /* ---- building the model in planning order -------------------------------- */
 
-static int permute_u32(uint32_t **a, const uint32_t *order, uint32_t n)
+/* Reorders one per-node array (elements of `size` bytes) into planning
+ * order: out[p] = in[order[p]]. */
+static int permute(void *array_ptr, size_t size, const uint32_t *order, uint32_t n)
 {
-    uint32_t *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+    char **array = array_ptr;
+    char *b = malloc((size_t)(n ? n : 1) * size);
     if (!b)
         return -1;
     for (uint32_t i = 0; i < n; i++)
-        b[i] = (*a)[order[i]];
-    free(*a);
-    *a = b;
-    return 0;
-}
-
-static int permute_i64(int64_t **a, const uint32_t *order, uint32_t n)
-{
-    int64_t *b = malloc((size_t)(n ? n : 1) * sizeof *b);
-    if (!b)
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        b[i] = (*a)[order[i]];
-    free(*a);
-    *a = b;
-    return 0;
-}
-
-static int permute_f64(double **a, const uint32_t *order, uint32_t n)
-{
-    double *b = malloc((size_t)(n ? n : 1) * sizeof *b);
-    if (!b)
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        b[i] = (*a)[order[i]];
-    free(*a);
-    *a = b;
-    return 0;
-}
-
-static int permute_u8(uint8_t **a, const uint32_t *order, uint32_t n)
-{
-    uint8_t *b = malloc(n ? n : 1);
-    if (!b)
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        b[i] = (*a)[order[i]];
-    free(*a);
-    *a = b;
+        memcpy(b + (size_t)i * size, *array + (size_t)order[i] * size, size);
+    free(*array);
+    *array = b;
     return 0;
 }
 
@@ -966,13 +933,15 @@ static int build_planning_order(decoder *d, const uint32_t *order)
     for (uint32_t p = 0; p < n; p++)
         g->request_index[p] = order[p];
     if (rc == 0 && !g->order_was_topological)
-        rc = permute_u8(&g->op, order, n) | permute_u8(&g->has_params, order, n) |
-             permute_u32(&g->name, order, n) | permute_u32(&g->target, order, n) |
-             permute_u32(&g->module, order, n) |
-             permute_i64(&g->output_bytes, order, n) |
-             permute_i64(&g->param_bytes, order, n) |
-             permute_f64(&g->latency_ms, order, n) |
-             permute_f64(&g->mem_latency_ms, order, n);
+        rc = permute(&g->op, sizeof *g->op, order, n) |
+             permute(&g->has_params, sizeof *g->has_params, order, n) |
+             permute(&g->name, sizeof *g->name, order, n) |
+             permute(&g->target, sizeof *g->target, order, n) |
+             permute(&g->module, sizeof *g->module, order, n) |
+             permute(&g->output_bytes, sizeof *g->output_bytes, order, n) |
+             permute(&g->param_bytes, sizeof *g->param_bytes, order, n) |
+             permute(&g->latency_ms, sizeof *g->latency_ms, order, n) |
+             permute(&g->mem_latency_ms, sizeof *g->mem_latency_ms, order, n);
     g->output_node = PARTD_NONE;
     for (uint32_t p = 0; p < n; p++)
         if (g->op[p] == PARTD_OP_OUTPUT)

@@ -108,7 +108,12 @@ char *partd_problem_to_json(const partd_problem *p, size_t *len)
     json_object_set_new(doc, "errors", errors);
     if (p->dropped)
         json_object_set_new(doc, "errors_dropped", json_integer(p->dropped));
-    char *s = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    return partd_json_dump_line(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII, len);
+}
+
+char *partd_json_dump_line(json_t *doc, size_t flags, size_t *len)
+{
+    char *s = json_dumps(doc, flags);
     json_decref(doc);
     if (!s)
         return NULL;

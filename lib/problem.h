@@ -54,6 +54,11 @@ int partd_problem_full(const partd_problem *p);
  * newline-terminated). Returns a malloc'd NUL-terminated string or NULL. */
 char *partd_problem_to_json(const partd_problem *p, size_t *len);
 
+/* json_dumps(doc, flags) followed by a newline: the shape of every document
+ * partd writes. Takes a reference to doc. NULL on ENOMEM. */
+struct json_t;
+char *partd_json_dump_line(struct json_t *doc, size_t flags, size_t *len);
+
 /* Appends "/" + escaped(token) (RFC 6901: "~" -> "~0", "/" -> "~1") to the
  * pointer in buf (NUL-terminated, capacity cap). Truncates safely. */
 void partd_pointer_append(char *buf, size_t cap, const char *token);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "problem.h"
 #include "sac.h"
 
 #define DUMP_FLAGS (JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(15))
@@ -133,19 +134,5 @@ char *partd_result_to_json(const partd_request *req, const partd_plan *plan, siz
     json_t *doc = result_json(req, plan);
     if (!doc)
         return NULL;
-    char *s = json_dumps(doc, DUMP_FLAGS);
-    json_decref(doc);
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *out = realloc(s, n + 2);
-    if (!out) {
-        free(s);
-        return NULL;
-    }
-    out[n] = '\n';
-    out[n + 1] = '\0';
-    if (len)
-        *len = n + 1;
-    return out;
+    return partd_json_dump_line(doc, DUMP_FLAGS, len);
 }
