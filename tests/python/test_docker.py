@@ -148,8 +148,13 @@ def test_copied_tree_builds_with_the_images_make(stages, tmp_path):
             shutil.copytree(origin, target)
         else:
             shutil.copy(origin, target)
+    # The image builds from a clean environment: no settings of an outer make
+    # (make asan runs this test with BUILD and SANFLAGS in MAKEFLAGS).
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "BUILD", "SANFLAGS",
+                        "OPT", "CFLAGS", "LDFLAGS", "CC")}
     proc = subprocess.run(["make", "-j2", "GIT_REV=test"], cwd=src, capture_output=True,
-                          text=True, timeout=1200)
+                          text=True, timeout=1200, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = subprocess.run([str(src / "build" / "partd"), "version"], capture_output=True,
                          text=True, timeout=30)
