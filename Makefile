@@ -1,7 +1,7 @@
 # partd build. `make` builds the partd binary and libpartd.a; see README.md.
 #   make test      unit tests (cmocka) + integration and tool tests (pytest)
 #   make asan      the same suite built with AddressSanitizer + UBSan
-#   make check     test, asan, fuzz-smoke, tsan (what CI runs)
+#   make check     fuzz-smoke, tsan, test, asan (what CI runs)
 #   make bench     benchmarks, printing their figures
 #   make install   PREFIX=/usr/local DESTDIR=
 #   make fuzz      libFuzzer drivers (clang); make fuzz-smoke runs each 60 s
@@ -103,7 +103,8 @@ py-test: $(PARTD)
 	@set -e; for d in $(PY_TEST_DIRS); do echo "== pytest $$d"; \
 		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider $$d; done
 
-test: unit-test py-test
+# Unit tests last, so the run ends with cmocka's summary lines.
+test: py-test unit-test
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 \
@@ -115,10 +116,10 @@ asan:
 # for FUZZ_SECONDS under ASan+UBSan, the daemon's concurrency tests under
 # ThreadSanitizer.
 check:
-	$(MAKE) test
-	$(MAKE) asan
 	$(MAKE) fuzz-smoke
 	$(MAKE) tsan
+	$(MAKE) test
+	$(MAKE) asan
 
 bench: $(BENCH_BIN) $(PARTD)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; PARTD_BIN=$(abspath $(PARTD)) $$b; done
