@@ -6,6 +6,8 @@
 #   make install   PREFIX=/usr/local DESTDIR=
 #   make fuzz      libFuzzer drivers (clang); make fuzz-smoke runs each 60 s
 
+MAKEFLAGS += --no-print-directory
+
 BUILD   ?= build
 PREFIX  ?= /usr/local
 DESTDIR ?=
