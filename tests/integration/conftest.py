@@ -7,20 +7,15 @@ Synchronisation is by polling the API, never by sleeping a fixed time.
 """
 import http.client
 import json
-import os
-import pathlib
 import random
 import re
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-PARTD_BIN = os.environ.get("PARTD_BIN", str(ROOT / "build" / "partd"))
-START_TIMEOUT_S = 30
+from daemon_process import PARTD_BIN, START_TIMEOUT_S, DaemonProcess
 
 
 class Response:
@@ -42,72 +37,22 @@ class Response:
         return f"<Response {self.status} {self.body[:300]!r}>"
 
 
-class Daemon:
-    """One `partd serve` process; restartable on the same data directory."""
+class Daemon(DaemonProcess):
+    """One `partd serve` process with the API helpers of these tests."""
 
     def __init__(self, data_dir, args=(), env=None):
-        self.data_dir = str(data_dir)
-        self.args = list(args)
-        self.env = dict(os.environ, **(env or {}))
-        self.proc = None
-        self.lines = []
-        self.host = "127.0.0.1"
-        self.port = None
+        super().__init__(data_dir, args, env)
         self.token = None
-        self._reader = None
 
     # -- process ---------------------------------------------------------
     def start(self, expect_exit=False):
-        cmd = [PARTD_BIN, "serve", "--listen", "127.0.0.1:0", "--data-dir", self.data_dir]
-        cmd += self.args
-        self.lines = []
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, env=self.env, text=True)
-        ready = threading.Event()
-
-        def read():
-            for line in self.proc.stdout:
-                self.lines.append(line.rstrip("\n"))
-                m = re.search(r"\blistening address=(\S+)|\"event\":\"listening\",\"address\":\"([^\"]+)\"", line)
-                if m:
-                    addr = m.group(1) or m.group(2)
-                    host, port = addr.rsplit(":", 1)
-                    self.host = host.strip("[]")
-                    self.port = int(port)
-                    ready.set()
-            ready.set()
-
-        self._reader = threading.Thread(target=read, daemon=True)
-        self._reader.start()
+        ready = self._launch()
         if expect_exit:
             self.proc.wait(timeout=START_TIMEOUT_S)
             self._reader.join(timeout=5)
             return self.proc.returncode
-        if not ready.wait(START_TIMEOUT_S) or self.port is None:
-            self.proc.kill()
-            raise RuntimeError("daemon did not start:\n" + "\n".join(self.lines))
+        self._wait_listening(ready)
         return None
-
-    def stop(self, sig=signal.SIGTERM, timeout=60):
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout=timeout)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-        self._reader.join(timeout=5)
-        return self.proc.returncode
-
-    def kill9(self):
-        self.proc.kill()
-        self.proc.wait()
-        self._reader.join(timeout=5)
-
-    def log(self):
-        return "\n".join(self.lines)
 
     def wait_log(self, pattern, timeout=30):
         """Waits for a log line matching the regex (request lines are written

@@ -8,20 +8,13 @@ with a description of what never happened.
 """
 import http.client
 import json
-import os
-import pathlib
-import re
 import signal
 import socket
-import subprocess
-import threading
 import time
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-PARTD_BIN = os.environ.get("PARTD_BIN", str(ROOT / "build" / "partd"))
-START_TIMEOUT_S = 30
+from daemon_process import PARTD_BIN, DaemonProcess  # noqa: F401 (PARTD_BIN: for the tests)
 
 
 def wait_until(what, predicate, timeout=30.0, interval=0.01):
@@ -49,67 +42,11 @@ class Answer:
         return f"<Answer {self.status} {self.body[:300]!r}>"
 
 
-class Daemon:
-    def __init__(self, data_dir, args=()):
-        self.data_dir = str(data_dir)
-        self.args = list(args)
-        self.proc = None
-        self.port = None
-        self.lines = []
-        self._reader = None
-
+class Daemon(DaemonProcess):
     def start(self):
-        cmd = [PARTD_BIN, "serve", "--listen", "127.0.0.1:0", "--data-dir", self.data_dir]
-        self.lines = []
-        self.port = None
-        self.proc = subprocess.Popen(cmd + self.args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        ready = threading.Event()
-
-        def read():
-            for line in self.proc.stdout:
-                self.lines.append(line.rstrip("\n"))
-                m = re.search(r"\blistening address=(\S+)", line)
-                if m:
-                    self.port = int(m.group(1).rsplit(":", 1)[1])
-                    ready.set()
-            ready.set()
-
-        self._reader = threading.Thread(target=read, daemon=True)
-        self._reader.start()
-        if not ready.wait(START_TIMEOUT_S) or self.port is None:
-            self.proc.kill()
-            raise RuntimeError("daemon did not start:\n" + self.log())
+        self._wait_listening(self._launch())
         wait_until("/readyz says 200", lambda: self.status("/readyz") == 200)
         return self
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, sig=signal.SIGTERM, timeout=60):
-        if not self.alive():
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout=timeout)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-        self._reader.join(timeout=5)
-        return self.proc.returncode
-
-    def kill9(self):
-        self.proc.kill()
-        self.proc.wait()
-        self._reader.join(timeout=5)
-
-    def log(self):
-        return "\n".join(self.lines)
 
     def rss_bytes(self):
         with open(f"/proc/{self.pid}/status") as f:
