@@ -4,8 +4,9 @@
  * Starts `partd serve` (PARTD_BIN, default build/partd) on a free loopback
  * port with a temporary data directory and measures, keep-alive:
  *   1. GET /livez, requests/s and p99;
- *   2. GET /v1/jobs/{id}/result of a cached ~1 MB result: full body, and
- *      conditional (If-None-Match -> 304);
+ *   2. GET /v1/jobs/{id}/result of a cached ~1 MB result: full body
+ *      uncompressed, with Content-Encoding gzip and zstd, and conditional
+ *      (If-None-Match -> 304);
  *   3. GET /livez p99 while every planner thread plans a 10^6-node graph
  *      (bench/support/gen.h), checked to be still running afterwards; p99
  *      with 4 connections (a health checker's view) and at full load.
@@ -183,8 +184,23 @@ static void start_daemon(const char *bin, const char *dir)
 typedef struct wrk_figures {
     double rps;
     double p99_ms;
+    double bytes_per_s; /* headers and bodies */
     long non2xx;
 } wrk_figures;
+
+static double scaled(double v, const char *unit)
+{
+    switch (unit[0]) {
+    case 'K':
+        return v * 1024;
+    case 'M':
+        return v * 1024 * 1024;
+    case 'G':
+        return v * 1024 * 1024 * 1024;
+    default:
+        return v;
+    }
+}
 
 static double to_ms(double v, const char *unit)
 {
@@ -212,6 +228,8 @@ static wrk_figures wrk(const char *path, const char *header, int seconds, int co
         if (sscanf(line, " 99%% %lf%7s", &v, unit) == 2)
             f.p99_ms = to_ms(v, unit);
         sscanf(line, "Requests/sec: %lf", &f.rps);
+        if (sscanf(line, "Transfer/sec: %lf%7s", &v, unit) == 2)
+            f.bytes_per_s = scaled(v, unit);
         sscanf(line, " Non-2xx or 3xx responses: %ld", &f.non2xx);
     }
     pclose(p);
@@ -268,6 +286,17 @@ int main(void)
     wrk_figures full = wrk(path, NULL, seconds, conns);
     printf("result (200, full body): %.0f req/s, p99 %.2f ms, %.0f MB/s\n", full.rps,
            full.p99_ms, full.rps * (double)res.len / 1e6);
+    /* What clients that accept a content coding get (curl --compressed,
+     * browsers, tools/partd_client.py): the coded form made once per plan. */
+    static const char *const codings[] = {"gzip", "zstd"};
+    for (int i = 0; i < 2; i++) {
+        char accept[64];
+        snprintf(accept, sizeof accept, "Accept-Encoding: %s", codings[i]);
+        wrk_figures coded = wrk(path, accept, seconds, conns);
+        printf("result (200, Content-Encoding %s): %.0f req/s, p99 %.2f ms, %.0f bytes per "
+               "answer (target > 20000 req/s)%s\n", codings[i], coded.rps, coded.p99_ms,
+               coded.bytes_per_s / coded.rps, coded.non2xx ? " [non-2xx answers]" : "");
+    }
     char inm[160];
     snprintf(inm, sizeof inm, "If-None-Match: %s", res.etag);
     wrk_figures cond = wrk(path, inm, seconds, conns);

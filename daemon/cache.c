@@ -2,7 +2,8 @@
  * cache.c - LRU of result documents. See cache.h.
  *
  * A doubly linked list (most recent at the head) plus a hash map for lookup.
- * The byte charge of an entry is its body, summary and bookkeeping.
+ * The byte charge of an entry is every form of its document, its summary
+ * and bookkeeping.
  */
 #include "cache.h"
 
@@ -35,7 +36,7 @@ partd_cache *partd_cache_new(uint64_t max_bytes)
 
 static void entry_free(partd_cache_entry *e)
 {
-    free(e->body);
+    partd_blobs_free(e->forms);
     free(e->summary);
     free(e);
 }
@@ -92,23 +93,36 @@ void partd_cache_free(partd_cache *c)
     free(c);
 }
 
-int partd_cache_put(partd_cache *c, const char *key, const char *etag, char *body, size_t len,
-                    char *summary, partd_cache_entry **out)
+unsigned partd_cache_entry_codings(const partd_cache_entry *e)
+{
+    unsigned set = 1u << PARTD_CODING_IDENTITY;
+    for (int c = 0; c < PARTD_CODINGS; c++)
+        if (e->forms[c].data)
+            set |= 1u << c;
+    return set;
+}
+
+int partd_cache_put(partd_cache *c, const char *key, const char *etag,
+                    partd_blob forms[PARTD_CODINGS], char *summary, partd_cache_entry **out)
 {
     if (out)
         *out = NULL;
     partd_cache_entry *e = calloc(1, sizeof *e);
     if (!e) {
-        free(body);
+        partd_blobs_free(forms);
         free(summary);
         return PARTD_ENOMEM;
     }
     snprintf(e->key, sizeof e->key, "%s", key);
     snprintf(e->etag, sizeof e->etag, "%s", etag);
-    e->body = body;
-    e->len = len;
+    e->charge = (summary ? strlen(summary) : 0) + sizeof *e + 64;
+    for (int k = 0; k < PARTD_CODINGS; k++) {
+        e->forms[k] = forms[k];
+        e->charge += forms[k].len;
+        forms[k].data = NULL;
+        forms[k].len = 0;
+    }
     e->summary = summary;
-    e->charge = len + (summary ? strlen(summary) : 0) + sizeof *e + 64;
     atomic_init(&e->refs, 1);
 
     pthread_mutex_lock(&c->lock);

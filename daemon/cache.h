@@ -2,10 +2,11 @@
  * cache.h - in-memory LRU of result documents, keyed by cache_key, bounded
  * by a byte budget (--cache-max-bytes), in front of the store.
  *
- * Entries are reference counted: partd_cache_get() hands out a reference
- * that stays valid (immutable) after the entry is evicted, until
- * partd_cache_entry_release(); the HTTP layer serves the body straight from
- * it without copying. Thread-safe (one mutex, held only for list updates).
+ * An entry holds the document and its coded forms (encoding.h), each served
+ * as is. Entries are reference counted: partd_cache_get() hands out a
+ * reference that stays valid (immutable) after the entry is evicted, until
+ * partd_cache_entry_release(); the HTTP layer serves a form straight from it
+ * without copying. Thread-safe (one mutex, held only for list updates).
  *
  * Errors: partd_cache_put returns PARTD_OK or PARTD_ENOMEM; a document
  * larger than the whole budget is simply not kept (PARTD_OK).
@@ -17,11 +18,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "encoding.h"
+
 typedef struct partd_cache_entry {
     char key[72];
-    char etag[72];      /* "sha256:..." of the body */
-    char *body;         /* the result document */
-    size_t len;
+    char etag[72];      /* "sha256:..." of the document */
+    /* forms[PARTD_CODING_IDENTITY] is the result document; coded forms may
+     * be absent (data NULL). */
+    partd_blob forms[PARTD_CODINGS];
     char *summary;      /* the result's summary object */
     atomic_int refs;
     /* list links and accounting, owned by the cache */
@@ -35,11 +39,15 @@ typedef struct partd_cache partd_cache;
 partd_cache *partd_cache_new(uint64_t max_bytes);
 void partd_cache_free(partd_cache *c);
 
-/* Takes ownership of body and summary (malloc'd) in every case. When out is
- * not NULL it receives a reference to the entry now cached under key (which
- * may be an older equal one), or NULL on ENOMEM. */
-int partd_cache_put(partd_cache *c, const char *key, const char *etag, char *body, size_t len,
-                    char *summary, partd_cache_entry **out);
+/* Takes ownership of the forms and of summary (malloc'd) in every case, and
+ * clears forms[]. When out is not NULL it receives a reference to the entry
+ * now cached under key (which may be an older equal one), or NULL on
+ * ENOMEM. */
+int partd_cache_put(partd_cache *c, const char *key, const char *etag,
+                    partd_blob forms[PARTD_CODINGS], char *summary, partd_cache_entry **out);
+
+/* The bit set of the forms an entry has, for partd_coding_negotiate(). */
+unsigned partd_cache_entry_codings(const partd_cache_entry *e);
 
 /* A reference to the entry, or NULL on a miss. Counts hits and misses. */
 partd_cache_entry *partd_cache_get(partd_cache *c, const char *key);

@@ -27,6 +27,7 @@
 
 #include "cancel.h"
 #include "decode.h"
+#include "encoding.h"
 #include "hash.h"
 #include "jobs.h"
 #include "log.h"
@@ -477,18 +478,29 @@ static int etag_matches(const char *header, const char *quoted)
     return 0;
 }
 
+/* The strong entity tag of one representation: the document's hash for the
+ * document itself (the contract's ETag), the hash with the coding appended
+ * for a coded form, whose bytes differ (RFC 9110 section 8.8.3). */
+static void representation_etag(const char *hash, partd_coding coding, char *out, size_t cap)
+{
+    if (coding == PARTD_CODING_IDENTITY)
+        snprintf(out, cap, "\"%s\"", hash);
+    else
+        snprintf(out, cap, "\"%s-%s\"", hash, partd_coding_name(coding));
+}
+
 /* A reference to the result document: the LRU, else the store (then cached). */
 static int load_result(partd_service *svc, const char *key, partd_cache_entry **out)
 {
     *out = partd_cache_get(svc->cache, key);
     if (*out)
         return PARTD_OK;
-    char *body = NULL, *summary = NULL, etag[72];
-    size_t len = 0;
-    int err = partd_store_get_result(svc->store, key, &body, &len, etag, &summary);
+    partd_blob forms[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    int err = partd_store_get_result(svc->store, key, forms, etag, &summary);
     if (err != PARTD_OK)
         return err;
-    partd_cache_put(svc->cache, key, etag, body, len, summary, out);
+    partd_cache_put(svc->cache, key, etag, forms, summary, out);
     return *out ? PARTD_OK : PARTD_ENOMEM;
 }
 
@@ -502,8 +514,17 @@ static enum MHD_Result send_result(struct MHD_Connection *c, req_ctx *rc, partd_
                             "the job's result is no longer stored (retention)", NULL, NULL, NULL);
     if (err != PARTD_OK)
         return send_store_error(c, rc, err);
-    char quoted[80];
-    snprintf(quoted, sizeof quoted, "\"%s\"", e->etag);
+    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    partd_coding coding = partd_coding_negotiate(accept, partd_cache_entry_codings(e));
+    if (coding == PARTD_CODING_NONE) {
+        partd_cache_entry_release(e);
+        return send_problem(c, rc, 406, "not-acceptable", "No acceptable content coding",
+                            "the result is available as identity, zstd or gzip, and "
+                            "Accept-Encoding refuses them all", NULL, NULL, NULL);
+    }
+    char quoted[96];
+    representation_etag(e->etag, coding, quoted, sizeof quoted);
     const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                   MHD_HTTP_HEADER_IF_NONE_MATCH);
     struct MHD_Response *resp;
@@ -515,18 +536,23 @@ static enum MHD_Result send_result(struct MHD_Connection *c, req_ctx *rc, partd_
     } else {
         /* Served straight from the cache entry; the reference is dropped
          * when libmicrohttpd is done with the response. */
-        resp = MHD_create_response_from_buffer_with_free_callback_cls(e->len, e->body,
+        const partd_blob *form = &e->forms[coding];
+        resp = MHD_create_response_from_buffer_with_free_callback_cls(form->len, form->data,
                                                                        release_entry, e);
         if (!resp) {
             partd_cache_entry_release(e);
             return MHD_NO;
         }
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CT_JSON);
+        if (coding != PARTD_CODING_IDENTITY)
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING,
+                                    partd_coding_name(coding));
         status = 200;
     }
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, quoted);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "private, max-age=0");
     return queue(c, rc, status, resp);
 }

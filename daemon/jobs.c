@@ -76,8 +76,8 @@ struct run {
     /* Written by the pool thread, read by the loop after completion. */
     int64_t start_ms, start_ns, end_ns;
     int rc;
-    char *result;
-    size_t result_len;
+    /* The result document and its coded forms, made on the worker thread. */
+    partd_blob forms[PARTD_CODINGS];
     char etag[72];
     char *summary;
     partd_problem problem;
@@ -256,14 +256,19 @@ static void plan_work(uv_work_t *w)
     partd_plan *plan = NULL;
     r->rc = partd_plan_run(r->req, &r->cancel, &plan, &r->problem);
     if (r->rc == PARTD_OK) {
-        r->result = partd_result_to_json(r->req, plan, &r->result_len);
-        if (!r->result)
+        partd_blob *doc = &r->forms[PARTD_CODING_IDENTITY];
+        doc->data = partd_result_to_json(r->req, plan, &doc->len);
+        if (!doc->data)
             r->rc = PARTD_ENOMEM;
-        else if (partd_sha256_hex(r->result, r->result_len, r->etag) != PARTD_OK)
+        else if (partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK)
             r->rc = PARTD_EINTERNAL;
-        else if (!(r->summary = extract_summary(r->result, r->result_len)))
+        else if (!(r->summary = extract_summary(doc->data, doc->len)))
             r->rc = PARTD_EINTERNAL;
     }
+    if (r->rc == PARTD_OK && partd_encode_all(r->forms) != PARTD_OK)
+        /* The document itself is fine; it is only served uncompressed. */
+        partd_log_msg("warn", "job", "compressing the result of %s failed; serving it "
+                      "uncompressed only", r->cache_key);
     partd_plan_free(plan);
     /* The model can be large; it is not needed after planning. */
     partd_request_free(r->req);
@@ -292,7 +297,7 @@ static void run_free(partd_jobs *j, run *r)
         r->next->prev = r->prev;
     j->n_runs--;
     partd_request_free(r->req);
-    free(r->result);
+    partd_blobs_free(r->forms);
     free(r->summary);
     partd_problem_free(&r->problem);
     free(r);
@@ -455,8 +460,7 @@ static void finish_run_jobs(partd_jobs *j, run *r)
     if (copies && rows) {
         n = fill_rows(r, copies, rows, status, now, error, error_status);
         if (status == PARTD_JOB_SUCCEEDED) {
-            partd_store_result res = {r->cache_key, r->etag, r->summary, r->result,
-                                      r->result_len};
+            partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
             stored = partd_store_finish_jobs(j->svc->store, &res, rows, n) == PARTD_OK;
             if (!stored) {
                 status = PARTD_JOB_FAILED;
@@ -473,9 +477,7 @@ static void finish_run_jobs(partd_jobs *j, run *r)
         /* Cached only once stored: a cache hit always has a stored result. */
         char *summary = strdup(r->summary);
         if (summary) {
-            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->result, r->result_len,
-                            summary, NULL);
-            r->result = NULL;
+            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
         }
     }
 
@@ -564,16 +566,13 @@ static void after_plan(uv_work_t *w, int status)
             finish_run_jobs(j, r);
     } else if (r->n_jobs) {
         finish_run_jobs(j, r);
-    } else if (r->rc == PARTD_OK && r->result) {
+    } else if (r->rc == PARTD_OK && r->forms[PARTD_CODING_IDENTITY].data) {
         /* Every job was cancelled but planning finished anyway: keep it. */
         char *summary = strdup(r->summary);
         if (summary) {
-            partd_store_result res = {r->cache_key, r->etag, r->summary, r->result,
-                                      r->result_len};
+            partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
             partd_store_finish_jobs(j->svc->store, &res, NULL, 0);
-            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->result, r->result_len,
-                            summary, NULL);
-            r->result = NULL;
+            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
         }
     }
     run_free(j, r);

@@ -21,7 +21,7 @@
 #include "partd.h"
 
 #define APPLICATION_ID 0x70617274 /* "part" */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define N_READERS 8
 
 enum stmt_id {
@@ -61,10 +61,10 @@ static const char *const SQL[ST_COUNT] = {
     [ST_REQUEUE_JOB] =
         "UPDATE jobs SET status = 'queued', started_ms = NULL WHERE id = ?1",
     [ST_PUT_RESULT] =
-        "INSERT INTO results (cache_key, etag, summary, body, created_ms, used_ms) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?5) "
+        "INSERT INTO results (cache_key, etag, summary, body, body_zstd, body_gzip, "
+        "created_ms, used_ms) VALUES (?1, ?2, ?3, ?4, ?6, ?7, ?5, ?5) "
         "ON CONFLICT(cache_key) DO UPDATE SET used_ms = excluded.used_ms",
-    [ST_GET_RESULT] = "SELECT body, etag, summary FROM results WHERE cache_key = ?1",
+    [ST_GET_RESULT] = "SELECT body, etag, summary, body_zstd, body_gzip FROM results WHERE cache_key = ?1",
     [ST_TOUCH_RESULT] = "UPDATE results SET used_ms = ?2 WHERE cache_key = ?1",
     [ST_LIST] = "SELECT " JOB_COLUMNS " FROM jobs WHERE (?1 IS NULL OR status = ?1) "
                 "AND (?2 IS NULL OR seq < ?2) ORDER BY seq DESC LIMIT ?3",
@@ -100,8 +100,16 @@ static const char SCHEMA[] =
     " summary TEXT NOT NULL,"
     " body BLOB NOT NULL,"
     " created_ms INTEGER NOT NULL,"
-    " used_ms INTEGER NOT NULL);"
+    " used_ms INTEGER NOT NULL,"
+    " body_zstd BLOB,"
+    " body_gzip BLOB);"
     "CREATE INDEX IF NOT EXISTS results_used ON results (used_ms);";
+
+/* Schema 1 to 2: the coded forms of result documents (encoding.h). Results
+ * stored before have none and are served uncompressed. */
+static const char MIGRATE_FROM_1[] =
+    "ALTER TABLE results ADD COLUMN body_zstd BLOB;"
+    "ALTER TABLE results ADD COLUMN body_gzip BLOB;";
 
 typedef struct conn {
     pthread_mutex_t lock;
@@ -278,7 +286,12 @@ static int init_schema(conn *c, char *err, size_t cap, int *exit_code)
     char sql[256];
     snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d;",
              APPLICATION_ID, SCHEMA_VERSION);
+    int version = 0;
     int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        rc = pragma_int(c, "PRAGMA user_version", &version);
+    if (rc == SQLITE_OK && version == 1)
+        rc = sqlite3_exec(c->db, MIGRATE_FROM_1, NULL, NULL, &msg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(c->db, SCHEMA, NULL, NULL, &msg);
     if (rc == SQLITE_OK)
@@ -448,6 +461,14 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *text)
         sqlite3_bind_null(st, i);
 }
 
+static void bind_blob_or_null(sqlite3_stmt *st, int i, const partd_blob *blob)
+{
+    if (blob->data)
+        sqlite3_bind_blob64(st, i, blob->data, blob->len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
 static void bind_ms_or_null(sqlite3_stmt *st, int i, int64_t ms)
 {
     if (ms > 0)
@@ -460,6 +481,26 @@ static char *column_dup(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
     return t ? strdup((const char *)t) : NULL;
+}
+
+/* A malloc'd copy of a BLOB column, NUL-terminated for text documents.
+ * PARTD_OK (out->data NULL for SQL NULL) or PARTD_ENOMEM. */
+static int column_blob(sqlite3_stmt *st, int i, partd_blob *out)
+{
+    out->data = NULL;
+    out->len = 0;
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return PARTD_OK;
+    const void *b = sqlite3_column_blob(st, i);
+    size_t n = (size_t)sqlite3_column_bytes(st, i);
+    out->data = malloc(n + 1);
+    if (!out->data)
+        return PARTD_ENOMEM;
+    if (n)
+        memcpy(out->data, b, n);
+    out->data[n] = '\0';
+    out->len = n;
+    return PARTD_OK;
 }
 
 static void copy_column(sqlite3_stmt *st, int i, char *out, size_t cap)
@@ -628,8 +669,12 @@ int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
             sqlite3_bind_text(st, 1, result->cache_key, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 2, result->etag, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 3, result->summary, -1, SQLITE_STATIC);
-            sqlite3_bind_blob64(st, 4, result->body, result->len, SQLITE_STATIC);
+            const partd_blob *f = result->forms;
+            sqlite3_bind_blob64(st, 4, f[PARTD_CODING_IDENTITY].data,
+                                f[PARTD_CODING_IDENTITY].len, SQLITE_STATIC);
             sqlite3_bind_int64(st, 5, partd_now_ms());
+            bind_blob_or_null(st, 6, &f[PARTD_CODING_ZSTD]);
+            bind_blob_or_null(st, 7, &f[PARTD_CODING_GZIP]);
             ok = step_done(st);
         }
     }
@@ -648,9 +693,11 @@ int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
     return rc;
 }
 
-int partd_store_get_result(partd_store *s, const char *cache_key, char **body, size_t *len,
-                           char etag[72], char **summary)
+int partd_store_get_result(partd_store *s, const char *cache_key,
+                           partd_blob forms[PARTD_CODINGS], char etag[72], char **summary)
 {
+    memset(forms, 0, PARTD_CODINGS * sizeof *forms);
+    *summary = NULL;
     conn *c = reader(s);
     sqlite3_stmt *st = stmt(c, ST_GET_RESULT);
     int rc = PARTD_EIO;
@@ -658,22 +705,21 @@ int partd_store_get_result(partd_store *s, const char *cache_key, char **body, s
         sqlite3_bind_text(st, 1, cache_key, -1, SQLITE_STATIC);
         int step = sqlite3_step(st);
         if (step == SQLITE_ROW) {
-            const void *b = sqlite3_column_blob(st, 0);
-            size_t n = (size_t)sqlite3_column_bytes(st, 0);
-            *body = malloc(n + 1);
-            *summary = column_dup(st, 2);
-            if (!*body || !*summary) {
-                free(*body);
-                free(*summary);
-                *body = *summary = NULL;
+            rc = column_blob(st, 0, &forms[PARTD_CODING_IDENTITY]);
+            if (rc == PARTD_OK)
+                rc = column_blob(st, 3, &forms[PARTD_CODING_ZSTD]);
+            if (rc == PARTD_OK)
+                rc = column_blob(st, 4, &forms[PARTD_CODING_GZIP]);
+            if (rc == PARTD_OK && !(*summary = column_dup(st, 2)))
                 rc = PARTD_ENOMEM;
-            } else {
-                if (n)
-                    memcpy(*body, b, n);
-                (*body)[n] = '\0';
-                *len = n;
+            if (rc == PARTD_OK && !forms[PARTD_CODING_IDENTITY].data)
+                rc = PARTD_EIO; /* NOT NULL in the schema: the row is damaged */
+            if (rc == PARTD_OK) {
                 copy_column(st, 1, etag, 72);
-                rc = PARTD_OK;
+            } else {
+                partd_blobs_free(forms);
+                free(*summary);
+                *summary = NULL;
             }
         } else if (step == SQLITE_DONE) {
             rc = PARTD_STORE_MISSING;

@@ -4,7 +4,8 @@
  * Two tables: `jobs` (one row per accepted job: status, times, hashes,
  * idempotency key and request digest, summary or error, and the request body
  * while the job is unfinished so that a restart can queue it again) and
- * `results` (result documents by cache_key with their ETag and summary).
+ * `results` (result documents by cache_key with their ETag, summary and
+ * coded forms, encoding.h).
  *
  * Threads: one write connection behind a mutex, and a small pool of read
  * connections (WAL readers never block the writer), so HTTP threads and the
@@ -21,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "encoding.h"
 #include "job.h"
 
 #define PARTD_STORE_MISSING 1
@@ -69,8 +71,7 @@ typedef struct partd_store_result {
     const char *cache_key;
     const char *etag;
     const char *summary;
-    const void *body;
-    size_t len;
+    const partd_blob *forms; /* [PARTD_CODINGS]; the document and its coded forms */
 } partd_store_result;
 
 /* In one transaction: stores `result` (when not NULL; kept if present) and
@@ -80,9 +81,11 @@ typedef struct partd_store_result {
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
                             const partd_job_row *const *rows, size_t n_rows);
 
-/* *body is malloc'd (caller frees); summary likewise. */
-int partd_store_get_result(partd_store *s, const char *cache_key, char **body, size_t *len,
-                           char etag[72], char **summary);
+/* Fills forms[] with malloc'd copies (caller frees with partd_blobs_free;
+ * coded forms absent for results stored before schema 2) and *summary
+ * (malloc'd). On any error nothing is left allocated. */
+int partd_store_get_result(partd_store *s, const char *cache_key,
+                           partd_blob forms[PARTD_CODINGS], char etag[72], char **summary);
 
 /* Marks a result used now (retention counts from its last use).
  * PARTD_STORE_MISSING when it is no longer there. */

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "testutil.h"
 
 #include "partd.h"
@@ -94,7 +96,9 @@ static void test_finish_with_result_and_reopen(void **state)
     a.status = b.status = PARTD_JOB_SUCCEEDED;
     a.finished_ms = b.finished_ms = 2000;
     a.summary = b.summary = "{\"partitions\":2}";
-    partd_store_result res = {a.cache_key, "sha256:etag", "{\"partitions\":2}", "RESULT", 6};
+    partd_blob stored[PARTD_CODINGS] = {{"RESULT", 6}};
+    stored[PARTD_CODING_GZIP] = (partd_blob){"GZ", 2};
+    partd_store_result res = {a.cache_key, "sha256:etag", "{\"partitions\":2}", stored};
     const partd_job_row *rows[] = {&a, &b};
     assert_int_equal(partd_store_finish_jobs(s, &res, rows, 2), PARTD_OK);
     partd_store_close(s);
@@ -106,15 +110,18 @@ static void test_finish_with_result_and_reopen(void **state)
     assert_int_equal(got.finished_ms, 2000);
     assert_string_equal(got.summary, "{\"partitions\":2}");
     partd_job_row_clear(&got);
-    char *body = NULL, *summary = NULL, etag[72];
-    size_t len = 0;
-    assert_int_equal(partd_store_get_result(s, a.cache_key, &body, &len, etag, &summary), PARTD_OK);
-    assert_int_equal(len, 6);
-    assert_memory_equal(body, "RESULT", 6);
+    partd_blob forms[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_get_result(s, a.cache_key, forms, etag, &summary), PARTD_OK);
+    assert_int_equal(forms[PARTD_CODING_IDENTITY].len, 6);
+    assert_memory_equal(forms[PARTD_CODING_IDENTITY].data, "RESULT", 6);
+    assert_int_equal(forms[PARTD_CODING_GZIP].len, 2);
+    assert_memory_equal(forms[PARTD_CODING_GZIP].data, "GZ", 2);
+    assert_null(forms[PARTD_CODING_ZSTD].data); /* absent stays absent */
     assert_string_equal(etag, "sha256:etag");
-    free(body);
+    partd_blobs_free(forms);
     free(summary);
-    assert_int_equal(partd_store_get_result(s, "sha256:none", &body, &len, etag, &summary),
+    assert_int_equal(partd_store_get_result(s, "sha256:none", forms, etag, &summary),
                      PARTD_STORE_MISSING);
     assert_int_equal(partd_store_touch_result(s, a.cache_key, 5000), PARTD_OK);
     assert_int_equal(partd_store_touch_result(s, "sha256:none", 5000), PARTD_STORE_MISSING);
@@ -223,12 +230,63 @@ static void test_corrupt_and_foreign_files_are_refused(void **state)
     assert_int_equal(code, PARTD_EXIT_STORE_UNWRITABLE);
 }
 
+/* A store written by schema 1 (no coded forms) is migrated in place: its
+ * results stay and are served as they were. */
+static void test_schema_1_store_is_migrated(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/partd.db", dir);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    const char *v1 =
+        "CREATE TABLE jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+        " status TEXT NOT NULL, created_ms INTEGER NOT NULL, started_ms INTEGER,"
+        " finished_ms INTEGER, graph_hash TEXT NOT NULL, cache_key TEXT NOT NULL,"
+        " cached INTEGER NOT NULL DEFAULT 0, summary TEXT, error TEXT, error_status INTEGER,"
+        " idempotency_key TEXT UNIQUE, request_digest TEXT, request BLOB);"
+        "CREATE TABLE results (cache_key TEXT PRIMARY KEY, etag TEXT NOT NULL,"
+        " summary TEXT NOT NULL, body BLOB NOT NULL, created_ms INTEGER NOT NULL,"
+        " used_ms INTEGER NOT NULL);"
+        "INSERT INTO results VALUES ('sha256:old', 'sha256:e1', '{}', 'OLD', 1, 1);"
+        "PRAGMA application_id = 1885434484; PRAGMA user_version = 1;";
+    assert_int_equal(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    partd_store *s = open_ok();
+    partd_blob forms[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_get_result(s, "sha256:old", forms, etag, &summary), PARTD_OK);
+    assert_memory_equal(forms[PARTD_CODING_IDENTITY].data, "OLD", 3);
+    assert_null(forms[PARTD_CODING_GZIP].data);
+    assert_null(forms[PARTD_CODING_ZSTD].data);
+    partd_blobs_free(forms);
+    free(summary);
+    partd_blob coded[PARTD_CODINGS] = {{"NEW", 3}, {"Z", 1}, {"G", 1}};
+    partd_store_result res = {"sha256:new", "sha256:e2", "{}", coded};
+    assert_int_equal(partd_store_finish_jobs(s, &res, NULL, 0), PARTD_OK);
+    assert_int_equal(partd_store_get_result(s, "sha256:new", forms, etag, &summary), PARTD_OK);
+    assert_memory_equal(forms[PARTD_CODING_ZSTD].data, "Z", 1);
+    partd_blobs_free(forms);
+    free(summary);
+    partd_store_close(s);
+
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 2);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_insert_get_and_idempotency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finish_with_result_and_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pending_and_sweep, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schema_1_store_is_migrated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_and_foreign_files_are_refused, setup,
                                         teardown),
     };

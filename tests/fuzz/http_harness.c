@@ -27,6 +27,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include "serve.h"
 
@@ -199,9 +201,22 @@ static ex_status exchange(const char *req, size_t len, buf *answer)
 typedef struct answer {
     int status;                /* 0 when no status line came back */
     char content_type[128];
+    char content_encoding[32];
     const char *body;
     size_t body_len;
 } answer;
+
+/* Copies the value of header line `line` (after "Name:") into out. */
+static void header_value(const char *v, char *out, size_t cap)
+{
+    while (*v == ' ')
+        v++;
+    size_t n = strcspn(v, "\r");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, v, n);
+    out[n] = '\0';
+}
 
 static void parse_answer(const buf *raw, answer *a)
 {
@@ -216,16 +231,10 @@ static void parse_answer(const buf *raw, answer *a)
     a->body_len = raw->len - (size_t)(a->body - raw->p);
     for (const char *line = strstr(raw->p, "\r\n"); line && line < end;
          line = strstr(line + 2, "\r\n")) {
-        if (strncasecmp(line + 2, "Content-Type:", 13) == 0) {
-            const char *v = line + 15;
-            while (*v == ' ')
-                v++;
-            size_t n = strcspn(v, "\r");
-            if (n >= sizeof a->content_type)
-                n = sizeof a->content_type - 1;
-            memcpy(a->content_type, v, n);
-            a->content_type[n] = '\0';
-        }
+        if (strncasecmp(line + 2, "Content-Type:", 13) == 0)
+            header_value(line + 15, a->content_type, sizeof a->content_type);
+        else if (strncasecmp(line + 2, "Content-Encoding:", 17) == 0)
+            header_value(line + 19, a->content_encoding, sizeof a->content_encoding);
     }
 }
 
@@ -394,12 +403,63 @@ static int status_allowed(int status)
     /* The contract's codes, plus what libmicrohttpd itself answers to a
      * request it will not pass on (414 URI too long, 431 header fields too
      * large). Anything else, and 500 in particular, is a finding. */
-    static const int ok[] = {200, 202, 304, 400, 401, 404, 405, 409, 413,
+    static const int ok[] = {200, 202, 304, 400, 401, 404, 405, 406, 409, 413,
                              414, 415, 422, 429, 431, 503};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (ok[i] == status)
             return 1;
     return 0;
+}
+
+/* The decoded body of a gzip or zstd answer (malloc'd, *len set), or NULL
+ * when it does not decode to at most MAX_ANSWER_KEPT bytes. */
+static char *decode_body(const answer *a, size_t *len)
+{
+    char *out = malloc(MAX_ANSWER_KEPT);
+    if (!out)
+        return NULL;
+    if (strcmp(a->content_encoding, "zstd") == 0) {
+        size_t n = ZSTD_decompress(out, MAX_ANSWER_KEPT, a->body, a->body_len);
+        if (ZSTD_isError(n)) {
+            free(out);
+            return NULL;
+        }
+        *len = n;
+        return out;
+    }
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, 15 + 16) != Z_OK) {
+        free(out);
+        return NULL;
+    }
+    zs.next_in = (Bytef *)a->body;
+    zs.avail_in = (uInt)a->body_len;
+    zs.next_out = (Bytef *)out;
+    zs.avail_out = MAX_ANSWER_KEPT;
+    int rc = inflate(&zs, Z_FINISH);
+    *len = zs.total_out;
+    inflateEnd(&zs);
+    if (rc != Z_STREAM_END) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static const char *check_json(const answer *a, const char *body, size_t len, int is_problem)
+{
+    json_error_t jerr;
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    const char *bad = NULL;
+    if (!json_is_object(doc))
+        bad = "a JSON answer does not parse as a JSON object";
+    else if (is_problem && json_integer_value(json_object_get(doc, "status")) != a->status)
+        bad = "a problem document's status is not the HTTP status";
+    else if (a->status >= 400 && !is_problem)
+        bad = "an error answer is not a problem document";
+    json_decref(doc);
+    return bad;
 }
 
 static const char *check_answer(const answer *a, const char *method)
@@ -410,19 +470,23 @@ static const char *check_answer(const answer *a, const char *method)
         return "the daemon answered with a status outside the contract";
     int is_problem = strncmp(a->content_type, "application/problem+json", 24) == 0;
     int is_json = strncmp(a->content_type, "application/json", 16) == 0;
+    int coded = a->content_encoding[0] != '\0';
+    if (coded && strcmp(a->content_encoding, "gzip") != 0 &&
+        strcmp(a->content_encoding, "zstd") != 0)
+        return "an answer has a content coding partd does not make";
+    if (coded && (a->status != 200 || !is_json))
+        return "an answer other than a result document is compressed";
     if ((!is_problem && !is_json) || a->status == 304 || strcmp(method, "HEAD") == 0 ||
         a->body_len >= MAX_ANSWER_KEPT)
         return NULL;
-    json_error_t jerr;
-    json_t *doc = json_loadb(a->body, a->body_len, JSON_REJECT_DUPLICATES, &jerr);
-    const char *bad = NULL;
-    if (!json_is_object(doc))
-        bad = "a JSON answer does not parse as a JSON object";
-    else if (is_problem && json_integer_value(json_object_get(doc, "status")) != a->status)
-        bad = "a problem document's status is not the HTTP status";
-    else if (a->status >= 400 && !is_problem)
-        bad = "an error answer is not a problem document";
-    json_decref(doc);
+    if (!coded)
+        return check_json(a, a->body, a->body_len, is_problem);
+    size_t len = 0;
+    char *body = decode_body(a, &len);
+    if (!body)
+        return "a compressed answer does not decode";
+    const char *bad = check_json(a, body, len, is_problem);
+    free(body);
     return bad;
 }
 

@@ -6,6 +6,7 @@ number of polls (never by time), and a fake clock so waiting is checked
 without sleeping. The real daemon is covered by test_daemon.py.
 """
 
+import gzip
 import io
 import json
 import os
@@ -37,8 +38,12 @@ class FakePartd:
     """State of the fake daemon. A job becomes running on its first poll and
     finishes on poll number `polls_to_finish`."""
 
-    def __init__(self, token=None, polls_to_finish=3, queue_full=0, retry_after="2"):
+    def __init__(self, token=None, polls_to_finish=3, queue_full=0, retry_after="2",
+                 result_coding=None):
         self.token = token
+        # Content-Encoding of results ("gzip", or a coding the client cannot
+        # read), used when the request's Accept-Encoding names gzip.
+        self.result_coding = result_coding
         self.retry_after = retry_after
         self.polls_to_finish = polls_to_finish
         self.queue_full = queue_full
@@ -89,8 +94,12 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def _send(self, status, doc=None, headers=None, content_type="application/json"):
+    def _send(self, status, doc=None, headers=None, content_type="application/json",
+              coding=None):
         body = b"" if doc is None else (json.dumps(doc) + "\n").encode()
+        if coding:
+            body = gzip.compress(body) if coding == "gzip" else b"\x28\xb5\x2f\xfd junk"
+            headers = {**(headers or {}), "Content-Encoding": coding}
         if doc is not None and status >= 400:
             content_type = "application/problem+json"
         self.send_response(status)
@@ -186,7 +195,10 @@ class Handler(BaseHTTPRequestHandler):
         etag = '"r1"'
         if self.headers.get("If-None-Match") == etag:
             return self._send(304, None, {"ETag": etag})
-        return self._send(200, RESULT, {"ETag": etag})
+        coding = self.server.state.result_coding
+        if "gzip" not in (self.headers.get("Accept-Encoding") or ""):
+            coding = None
+        return self._send(200, RESULT, {"ETag": etag}, coding=coding)
 
     def do_GET(self):
         self._route("GET")
@@ -257,6 +269,24 @@ def test_submit_wait_result(fake):
     assert c.result(job["id"]) == RESULT
     assert c.last_etag == '"r1"'
     assert c.result(job["id"], etag='"r1"') is None
+
+
+def test_results_are_fetched_gzip_compressed_and_decoded(fake):
+    state, url = fake(polls_to_finish=1, result_coding="gzip")
+    c, _ = client(url)
+    job = c.wait(c.submit(REQUEST))
+    assert c.result(job["id"]) == RESULT
+    assert c.result_bytes(job["id"]) == (json.dumps(RESULT) + "\n").encode()
+    sent = [h for m, path, h in state.requests if path.endswith("/result")]
+    assert sent and all(h.get("Accept-Encoding") == "gzip" for h in sent)
+
+
+def test_an_answer_in_an_unrequested_coding_is_an_error(fake):
+    state, url = fake(polls_to_finish=1, result_coding="zstd")
+    c, _ = client(url)
+    job = c.wait(c.submit(REQUEST))
+    with pytest.raises(pc.PartdError, match="unrequested coding 'zstd'"):
+        c.result(job["id"])
 
 
 def test_every_submission_has_an_idempotency_key(fake):

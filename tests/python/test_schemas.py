@@ -149,8 +149,10 @@ def test_openapi_documents_the_headers(openapi):
               for p in post["parameters"]]
     assert [p["name"] for p in params] == ["Idempotency-Key"]
     result = openapi["paths"]["/v1/jobs/{id}/result"]["get"]
-    assert "ETag" in result["responses"]["200"]["headers"]
-    assert [p["name"] for p in result["parameters"]] == ["If-None-Match"]
+    assert {"ETag", "Content-Encoding", "Vary"} <= set(result["responses"]["200"]["headers"])
+    assert {"ETag", "Vary"} <= set(result["responses"]["304"]["headers"])
+    assert [p["name"] for p in result["parameters"]] == ["If-None-Match", "Accept-Encoding"]
+    assert "406" in result["responses"]
     queue_full = openapi["components"]["responses"]["QueueFull"]
     assert "Retry-After" in queue_full["headers"]
     assert openapi["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"

@@ -1,0 +1,283 @@
+/*
+ * encoding.c - gzip (zlib) and zstd (libzstd) forms of result documents,
+ * and Accept-Encoding negotiation.
+ */
+#include "encoding.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "partd.h"
+
+/* zlib's default level: the document is compressed once per plan, but it
+ * may be tens of megabytes, and higher levels gain nothing on these
+ * documents (measured on a 1 MB result: level 9 is no smaller). */
+#define GZIP_LEVEL 6
+/* zstd's default level. Its window for large inputs (2 MiB) stays inside
+ * the 8 MiB that RFC 9659 lets HTTP clients insist on. */
+#define ZSTD_LEVEL 3
+/* windowBits 15 + 16: a gzip wrapper (RFC 1952) instead of zlib's. */
+#define GZIP_WINDOW_BITS (15 + 16)
+
+const char *partd_coding_name(partd_coding coding)
+{
+    switch (coding) {
+    case PARTD_CODING_ZSTD:
+        return "zstd";
+    case PARTD_CODING_GZIP:
+        return "gzip";
+    default:
+        return "identity";
+    }
+}
+
+static int encode_gzip(const char *in, size_t len, partd_blob *out)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (deflateInit2(&zs, GZIP_LEVEL, Z_DEFLATED, GZIP_WINDOW_BITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return PARTD_EINTERNAL;
+    /* deflateBound is exact for a single deflate(Z_FINISH) call, so the
+     * output never needs to grow. */
+    size_t cap = deflateBound(&zs, (uLong)len);
+    char *buf = malloc(cap ? cap : 1);
+    if (!buf) {
+        deflateEnd(&zs);
+        return PARTD_ENOMEM;
+    }
+    /* avail_in and avail_out are 32-bit: large documents go in slices. */
+    const size_t slice = (size_t)1 << 30;
+    const Bytef *next_in = (const Bytef *)in;
+    size_t in_left = len, out_left = cap;
+    zs.next_out = (Bytef *)buf;
+    int rc;
+    for (;;) {
+        if (zs.avail_in == 0 && in_left) {
+            size_t n = in_left < slice ? in_left : slice;
+            zs.next_in = (Bytef *)next_in;
+            zs.avail_in = (uInt)n;
+            next_in += n;
+            in_left -= n;
+        }
+        if (zs.avail_out == 0) {
+            size_t n = out_left < slice ? out_left : slice;
+            zs.avail_out = (uInt)n;
+            out_left -= n;
+        }
+        rc = deflate(&zs, in_left ? Z_NO_FLUSH : Z_FINISH);
+        if (rc != Z_OK)
+            break;
+    }
+    size_t produced = (size_t)((char *)zs.next_out - buf);
+    deflateEnd(&zs);
+    if (rc != Z_STREAM_END) {
+        free(buf);
+        return PARTD_EINTERNAL;
+    }
+    out->data = buf;
+    out->len = produced;
+    return PARTD_OK;
+}
+
+static int encode_zstd(const char *in, size_t len, partd_blob *out)
+{
+    size_t cap = ZSTD_compressBound(len);
+    if (ZSTD_isError(cap))
+        return PARTD_EINTERNAL;
+    char *buf = malloc(cap);
+    if (!buf)
+        return PARTD_ENOMEM;
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    if (!cctx) {
+        free(buf);
+        return PARTD_ENOMEM;
+    }
+    size_t n = ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+                       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1))
+                   ? (size_t)-1
+                   : ZSTD_compress2(cctx, buf, cap, in, len);
+    ZSTD_freeCCtx(cctx);
+    if (ZSTD_isError(n)) {
+        free(buf);
+        return PARTD_EINTERNAL;
+    }
+    out->data = buf;
+    out->len = n;
+    return PARTD_OK;
+}
+
+int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *out)
+{
+    out->data = NULL;
+    out->len = 0;
+    switch (coding) {
+    case PARTD_CODING_GZIP:
+        return encode_gzip(in, len, out);
+    case PARTD_CODING_ZSTD:
+        return encode_zstd(in, len, out);
+    default:
+        return PARTD_EINTERNAL;
+    }
+}
+
+int partd_encode_all(partd_blob forms[PARTD_CODINGS])
+{
+    const partd_blob *doc = &forms[PARTD_CODING_IDENTITY];
+    for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++) {
+        free(forms[c].data);
+        forms[c].data = NULL;
+        forms[c].len = 0;
+        partd_blob coded;
+        int rc = partd_encode((partd_coding)c, doc->data, doc->len, &coded);
+        if (rc != PARTD_OK) {
+            for (int k = PARTD_CODING_IDENTITY + 1; k < PARTD_CODINGS; k++) {
+                free(forms[k].data);
+                forms[k].data = NULL;
+                forms[k].len = 0;
+            }
+            return rc;
+        }
+        if (coded.len < doc->len)
+            forms[c] = coded;
+        else
+            free(coded.data);
+    }
+    return PARTD_OK;
+}
+
+void partd_blobs_free(partd_blob forms[PARTD_CODINGS])
+{
+    for (int c = 0; c < PARTD_CODINGS; c++) {
+        free(forms[c].data);
+        forms[c].data = NULL;
+        forms[c].len = 0;
+    }
+}
+
+/* ---- Accept-Encoding ----------------------------------------------------- */
+
+#define Q_UNSET (-1)
+#define Q_INVALID (-2)
+
+static int is_ows(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+/* A qvalue (RFC 9110 section 12.4.2) in thousandths, or Q_INVALID. */
+static int parse_qvalue(const char *p, const char *end)
+{
+    if (p == end || (*p != '0' && *p != '1'))
+        return Q_INVALID;
+    int whole = *p++ - '0';
+    int frac = 0, digits = 0;
+    if (p < end && *p == '.') {
+        p++;
+        while (p < end && digits < 3 && *p >= '0' && *p <= '9') {
+            frac = frac * 10 + (*p++ - '0');
+            digits++;
+        }
+    }
+    if (p != end)
+        return Q_INVALID;
+    while (digits++ < 3)
+        frac *= 10;
+    int q = whole * 1000 + frac;
+    return q > 1000 ? Q_INVALID : q;
+}
+
+/* The weight of one list element's parameters ("; q=0.5"), 1000 when none
+ * is given, Q_INVALID when malformed. Other parameters are ignored. */
+static int element_weight(const char *p, const char *end)
+{
+    int q = 1000;
+    while (p < end) {
+        while (p < end && (is_ows(*p) || *p == ';'))
+            p++;
+        const char *param = p;
+        while (p < end && *p != ';')
+            p++;
+        const char *param_end = p;
+        while (param_end > param && is_ows(param_end[-1]))
+            param_end--;
+        if (param_end - param >= 2 && (param[0] == 'q' || param[0] == 'Q')) {
+            const char *v = param + 1;
+            while (v < param_end && is_ows(*v))
+                v++;
+            if (v < param_end && *v == '=') {
+                v++;
+                while (v < param_end && is_ows(*v))
+                    v++;
+                q = parse_qvalue(v, param_end);
+                if (q == Q_INVALID)
+                    return Q_INVALID;
+            }
+        }
+    }
+    return q;
+}
+
+/* Which coding a token names: a partd_coding, PARTD_CODINGS for "*", or
+ * PARTD_CODING_NONE for codings partd does not produce. */
+static int token_coding(const char *p, size_t n)
+{
+    if (n == 1 && *p == '*')
+        return PARTD_CODINGS;
+    if ((n == 4 && strncasecmp(p, "gzip", 4) == 0) || (n == 6 && strncasecmp(p, "x-gzip", 6) == 0))
+        return PARTD_CODING_GZIP;
+    if (n == 4 && strncasecmp(p, "zstd", 4) == 0)
+        return PARTD_CODING_ZSTD;
+    if (n == 8 && strncasecmp(p, "identity", 8) == 0)
+        return PARTD_CODING_IDENTITY;
+    return PARTD_CODING_NONE;
+}
+
+partd_coding partd_coding_negotiate(const char *accept_encoding, unsigned available)
+{
+    if (!accept_encoding)
+        return (available & 1u << PARTD_CODING_IDENTITY) ? PARTD_CODING_IDENTITY
+                                                          : PARTD_CODING_NONE;
+    int q[PARTD_CODINGS + 1]; /* the last slot is "*" */
+    for (int c = 0; c <= PARTD_CODINGS; c++)
+        q[c] = Q_UNSET;
+    const char *p = accept_encoding;
+    while (*p) {
+        while (*p == ',' || is_ows(*p))
+            p++;
+        const char *elem = p;
+        while (*p && *p != ',')
+            p++;
+        const char *elem_end = p;
+        const char *tok_end = elem;
+        while (tok_end < elem_end && *tok_end != ';' && !is_ows(*tok_end))
+            tok_end++;
+        if (tok_end == elem)
+            continue;
+        int coding = token_coding(elem, (size_t)(tok_end - elem));
+        int weight = element_weight(tok_end, elem_end);
+        if (coding == PARTD_CODING_NONE || weight == Q_INVALID)
+            continue;
+        if (weight > q[coding])
+            q[coding] = weight;
+    }
+    static const partd_coding preference[PARTD_CODINGS] = {
+        PARTD_CODING_ZSTD, PARTD_CODING_GZIP, PARTD_CODING_IDENTITY};
+    partd_coding best = PARTD_CODING_NONE;
+    int best_q = 0;
+    for (int i = 0; i < PARTD_CODINGS; i++) {
+        partd_coding c = preference[i];
+        int w = q[c];
+        if (w == Q_UNSET)
+            w = q[PARTD_CODINGS];
+        if (w == Q_UNSET)
+            w = c == PARTD_CODING_IDENTITY ? 1 : 0; /* acceptable, least preferred */
+        if ((available & 1u << c) && w > best_q) {
+            best = c;
+            best_q = w;
+        }
+    }
+    return best;
+}

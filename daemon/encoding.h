@@ -1,0 +1,59 @@
+/*
+ * encoding.h - content codings of result documents (RFC 9110 section 8.4):
+ * compressing a document once into each coding partd serves, and choosing
+ * the coding for a request from its Accept-Encoding header.
+ *
+ * Result documents are large, repetitive JSON (node names) that clients
+ * fetch many times, so they are compressed once, when planned, and every
+ * coded form is kept beside the document in the store and the cache. The
+ * wire figures that motivate it are in README.md ("Performance").
+ *
+ * Errors: partd_encode returns PARTD_OK, PARTD_ENOMEM, or PARTD_EINTERNAL
+ * when the compression library fails. Negotiation cannot fail; a request
+ * that accepts none of the available forms gets PARTD_CODING_NONE.
+ */
+#ifndef PARTD_DAEMON_ENCODING_H
+#define PARTD_DAEMON_ENCODING_H
+
+#include <stddef.h>
+
+/* In the server's order of preference when a client accepts several
+ * codings equally: zstd is smaller and cheaper to decode than gzip. */
+typedef enum partd_coding {
+    PARTD_CODING_IDENTITY = 0,
+    PARTD_CODING_ZSTD,
+    PARTD_CODING_GZIP,
+    PARTD_CODINGS,               /* the number of codings */
+    PARTD_CODING_NONE = -1       /* nothing the client accepts (406) */
+} partd_coding;
+
+/* One form of a document: malloc'd bytes, or {NULL, 0} when absent. */
+typedef struct partd_blob {
+    char *data;
+    size_t len;
+} partd_blob;
+
+/* The coding's token in Content-Encoding ("identity", "zstd", "gzip"). */
+const char *partd_coding_name(partd_coding coding);
+
+/* Compresses in[0..len) into a new malloc'd *out (caller frees) at the level
+ * partd uses for the coding. The output is deterministic for the same input:
+ * gzip headers carry no name and no time. */
+int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *out);
+
+/* Fills forms[PARTD_CODING_ZSTD] and forms[PARTD_CODING_GZIP] from
+ * forms[PARTD_CODING_IDENTITY]. A coded form that would not be smaller than
+ * the document is left out (absent). On error every coded form is freed. */
+int partd_encode_all(partd_blob forms[PARTD_CODINGS]);
+
+/* Frees every form and clears the array. */
+void partd_blobs_free(partd_blob forms[PARTD_CODINGS]);
+
+/* The coding to answer with, from the request's Accept-Encoding (NULL when
+ * absent) and the forms available (bit 1 << coding). Follows RFC 9110
+ * section 12.5.3: q-values, "*", "x-gzip", and identity acceptable unless
+ * excluded by "identity;q=0" or "*;q=0". Among equal q-values the server's
+ * preference (enum order) decides. */
+partd_coding partd_coding_negotiate(const char *accept_encoding, unsigned available);
+
+#endif
