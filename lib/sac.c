@@ -170,7 +170,7 @@ static int milp(planner *pl, partd_sac_goal goal, double cap, raw *x,
         out->status = PARTD_SAC_SOLVED_NONE;
         return PARTD_OK;
     }
-    partd_sac_milp_params params = { goal, cap, left, pl->relative_gap };
+    partd_sac_milp_params params = { goal, cap, left, pl->relative_gap, pl->cancel };
     rc = partd_sac_milp_solve(pl->t, &params, out);
     if (rc == PARTD_OK)
         rc = partd_cancel_check(pl->cancel);
@@ -384,7 +384,9 @@ static int op_policies(planner *pl, struct partd_sac_result *res)
         if (left <= 0)
             return PARTD_ETIMEOUT;
         double r = (double)res->main.plan.ratio_e4[i] / PARTD_SAC_RATIO_SCALE;
-        rc = partd_sac_op_policy(s, 1.0 - r, left, op->ops, &op->feasible);
+        rc = partd_sac_op_policy(s, 1.0 - r, left, pl->cancel, op->ops, &op->feasible);
+        if (rc == PARTD_ETIMEOUT && partd_cancel_check(pl->cancel) != PARTD_OK)
+            rc = partd_cancel_check(pl->cancel); /* cancelled, not out of time */
         if (rc != PARTD_OK)
             return rc;
         op->computed = 1;

@@ -26,6 +26,7 @@
 #include "sac_milp.h"
 
 #include <coin/Cbc_C_Interface.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -195,26 +196,47 @@ static void configure(Cbc_Model *m, double relative_gap)
  * the library's only global, and it guards the solver's, not partd's, state. */
 static pthread_mutex_t solver_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Takes the solver lock within time_limit_s; 0 on success. */
-static int lock_solver(double time_limit_s)
+/* How often a thread waiting for the solver looks at its cancel flag: a job
+ * cancelled while another job's solve holds the lock stops within this. */
+#define LOCK_POLL_NS 20000000L
+
+static struct timespec realtime_after(int64_t ns)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    double whole = floor(time_limit_s);
-    until.tv_sec += (time_t)whole;
-    until.tv_nsec += (long)((time_limit_s - whole) * 1e9);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    int64_t total = (int64_t)t.tv_nsec + ns;
+    t.tv_sec += (time_t)(total / 1000000000L);
+    t.tv_nsec = (long)(total % 1000000000L);
+    return t;
+}
+
+int partd_sac_solver_acquire(double time_limit_s, const partd_cancel *cancel)
+{
+    int64_t end = partd_monotonic_ns() + (int64_t)(time_limit_s * 1e9);
+    for (;;) {
+        int64_t left = end - partd_monotonic_ns();
+        if (left <= 0)
+            return PARTD_ETIMEOUT;
+        struct timespec until = realtime_after(left < LOCK_POLL_NS ? left : LOCK_POLL_NS);
+        int rc = pthread_mutex_timedlock(&solver_lock, &until);
+        if (rc != ETIMEDOUT)
+            return rc == 0 ? PARTD_OK : PARTD_EINTERNAL;
+        rc = partd_cancel_check(cancel);
+        if (rc != PARTD_OK)
+            return rc;
     }
-    return pthread_mutex_timedlock(&solver_lock, &until);
+}
+
+void partd_sac_solver_release(void)
+{
+    pthread_mutex_unlock(&solver_lock);
 }
 
 /* Solves under the lock with what is left of time_limit_s (wall clock). */
-static int solve_locked(Cbc_Model *m, double time_limit_s)
+static int solve_locked(Cbc_Model *m, double time_limit_s, const partd_cancel *cancel)
 {
     int64_t start = partd_monotonic_ns();
-    if (time_limit_s <= 0 || lock_solver(time_limit_s) != 0)
+    if (time_limit_s <= 0 || partd_sac_solver_acquire(time_limit_s, cancel) != PARTD_OK)
         return -1;
     double left = time_limit_s - (double)(partd_monotonic_ns() - start) / 1e9;
     if (left < 0.001)
@@ -224,7 +246,7 @@ static int solve_locked(Cbc_Model *m, double time_limit_s)
     Cbc_setParameter(m, "sec", buf);
     Cbc_setMaximumSeconds(m, left);
     Cbc_solve(m);
-    pthread_mutex_unlock(&solver_lock);
+    partd_sac_solver_release();
     return 0;
 }
 
@@ -238,14 +260,15 @@ static double relative_gap(double obj, double bound)
 
 /* Runs CBC; fills status/objective/gap and returns the column solution or
  * NULL (no solution). */
-static const double *run(Cbc_Model *m, double time_limit_s,
+static const double *run(Cbc_Model *m, double time_limit_s, const partd_cancel *cancel,
                          partd_sac_solve_status *status, double *objective,
                          double *gap)
 {
     *objective = 0;
     *gap = 0;
-    if (solve_locked(m, time_limit_s) != 0) {
-        *status = PARTD_SAC_SOLVED_NONE; /* no turn at the solver in time */
+    if (solve_locked(m, time_limit_s, cancel) != 0) {
+        /* No turn at the solver in time, or cancelled while waiting. */
+        *status = PARTD_SAC_SOLVED_NONE;
         return NULL;
     }
     if (Cbc_isProvenInfeasible(m)) {
@@ -425,7 +448,8 @@ int partd_sac_milp_solve(const partd_sac_tree *t, const partd_sac_milp_params *p
     if (!m)
         goto done;
     configure(m, min_peak ? 0 : p->relative_gap);
-    const double *x = run(m, p->time_limit_s, &out->status, &out->objective, &out->gap);
+    const double *x = run(m, p->time_limit_s, p->cancel, &out->status, &out->objective,
+                          &out->gap);
     if (x)
         extract(t, &c, x, p->goal, out);
     if (min_peak)
@@ -442,7 +466,7 @@ done:
 
 int partd_sac_knapsack_solve(uint32_t n, const double *value,
                              const double *weight, double cap,
-                             double time_limit_s, uint8_t *x,
+                             double time_limit_s, const partd_cancel *cancel, uint8_t *x,
                              partd_sac_solve_status *status)
 {
     lp_builder b;
@@ -475,7 +499,7 @@ int partd_sac_knapsack_solve(uint32_t n, const double *value,
     Cbc_setParameter(m, "primalTolerance", "1e-9");
     Cbc_setParameter(m, "integerTolerance", "1e-9");
     double obj, gap;
-    const double *sol = run(m, time_limit_s, status, &obj, &gap);
+    const double *sol = run(m, time_limit_s, cancel, status, &obj, &gap);
     for (uint32_t i = 0; sol && i < n; i++)
         x[i] = sol[cols_idx[i]] > 0.5;
     rc = Cbc_status(m) == 2 ? PARTD_EINTERNAL : PARTD_OK;

@@ -15,6 +15,7 @@
 #ifndef PARTD_SAC_MILP_H
 #define PARTD_SAC_MILP_H
 
+#include "cancel.h"
 #include "sac_model.h"
 
 typedef enum partd_sac_goal {
@@ -34,6 +35,9 @@ typedef struct partd_sac_milp_params {
     double cap_bytes;        /* MIN_RECOMPUTE: peak limit */
     double time_limit_s;     /* wall clock, > 0 */
     double relative_gap;     /* >= 0 */
+    /* Checked while waiting for the solver (another job's solve may hold
+     * it); NULL: never cancelled. A solve itself runs to its limit. */
+    const partd_cancel *cancel;
 } partd_sac_milp_params;
 
 typedef struct partd_sac_milp_out {
@@ -52,7 +56,15 @@ int partd_sac_milp_solve(const partd_sac_tree *t, const partd_sac_milp_params *p
  * the op-level groups of sac_oplevel.c. status as above; x caller-allocated. */
 int partd_sac_knapsack_solve(uint32_t n, const double *value,
                              const double *weight, double cap,
-                             double time_limit_s, uint8_t *x,
+                             double time_limit_s, const partd_cancel *cancel, uint8_t *x,
                              partd_sac_solve_status *status);
+
+/* The turn at CBC, whose driver is not thread-safe (see sac_milp.c). Waits
+ * up to time_limit_s, looking at `cancel` (may be NULL) every 20 ms:
+ * PARTD_OK (then partd_sac_solver_release() must follow), PARTD_ETIMEOUT,
+ * PARTD_ECANCELLED, or PARTD_EINTERNAL. The solves above take it
+ * themselves. */
+int partd_sac_solver_acquire(double time_limit_s, const partd_cancel *cancel);
+void partd_sac_solver_release(void);
 
 #endif

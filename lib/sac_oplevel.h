@@ -23,9 +23,10 @@
 
 #include <stdint.h>
 
+#include "cancel.h"
 #include "modules.h"
 
-int partd_sac_op_policy(const partd_sac_stats *s, double budget,
-                        double time_limit_s, uint8_t *policy, int *feasible);
+int partd_sac_op_policy(const partd_sac_stats *s, double budget, double time_limit_s,
+                        const partd_cancel *cancel, uint8_t *policy, int *feasible);
 
 #endif

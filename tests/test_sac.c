@@ -33,6 +33,7 @@
 #include "modules.h"
 #include "partd.h"
 #include "sac.h"
+#include "sac_milp.h"
 #include "sac_oplevel.h"
 #include "testutil.h"
 
@@ -711,7 +712,7 @@ static void test_pytorch_op_level_cases(void **state)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         uint8_t got[8];
         int feasible = 0;
-        assert_int_equal(partd_sac_op_policy(&s, cases[c].budget, 10, got, &feasible),
+        assert_int_equal(partd_sac_op_policy(&s, cases[c].budget, 10, NULL, got, &feasible),
                          PARTD_OK);
         assert_true(feasible);
         assert_memory_equal(got, cases[c].want, 8);
@@ -729,22 +730,22 @@ static void test_op_level_rules(void **state)
     uint8_t got[4];
     int feasible = 0;
     /* random ops all or nothing: 20 bytes allow two of them, so none */
-    assert_int_equal(partd_sac_op_policy(&s, 0.5, 10, got, &feasible), PARTD_OK);
+    assert_int_equal(partd_sac_op_policy(&s, 0.5, 10, NULL, got, &feasible), PARTD_OK);
     assert_true(feasible);
     assert_memory_equal(got, ((uint8_t[]){ 0, 0, 0, 1 }), 4);
     /* force_store_random: all saved, the rest must fit in what is left */
     s.force_store_random = 1;
-    assert_int_equal(partd_sac_op_policy(&s, 0.75, 10, got, &feasible), PARTD_OK);
+    assert_int_equal(partd_sac_op_policy(&s, 0.75, 10, NULL, got, &feasible), PARTD_OK);
     assert_true(feasible);
     assert_memory_equal(got, ((uint8_t[]){ 1, 1, 1, 0 }), 4);
     /* forced saves over the budget: infeasible, as PyTorch's empty answer */
-    assert_int_equal(partd_sac_op_policy(&s, 0.5, 10, got, &feasible), PARTD_OK);
+    assert_int_equal(partd_sac_op_policy(&s, 0.5, 10, NULL, got, &feasible), PARTD_OK);
     assert_false(feasible);
     /* a view-like op that must also be saved (in-place on itself) */
     uint32_t view[1] = { 3 }, self[1] = { 3 };
     partd_sac_stats c = { 4, names, runtimes, memory, 1, 0, 0, 1, view, NULL, NULL,
                           self, self, 0 };
-    assert_int_equal(partd_sac_op_policy(&c, 1, 10, got, &feasible), PARTD_OK);
+    assert_int_equal(partd_sac_op_policy(&c, 1, 10, NULL, got, &feasible), PARTD_OK);
     assert_false(feasible);
 }
 
@@ -805,7 +806,7 @@ static void test_op_level_brute_force(void **state)
         }
         uint8_t got[12];
         int feasible = 0;
-        assert_int_equal(partd_sac_op_policy(&s, budget, 10, got, &feasible), PARTD_OK);
+        assert_int_equal(partd_sac_op_policy(&s, budget, 10, NULL, got, &feasible), PARTD_OK);
         assert_int_equal(feasible, best >= 0);
         if (!feasible)
             continue;
@@ -1092,7 +1093,7 @@ static void test_op_level_end_to_end(void **state)
     assert_non_null(pol);
     uint8_t want[8];
     int feasible = 0;
-    assert_int_equal(partd_sac_op_policy(s, 1 - json_real_value(ratio), 10, want,
+    assert_int_equal(partd_sac_op_policy(s, 1 - json_real_value(ratio), 10, NULL, want,
                                          &feasible), PARTD_OK);
     assert_true(feasible);
     assert_int_equal(json_array_size(pol), 8);
@@ -1171,6 +1172,52 @@ static void test_cancel(void **state)
     free_request(req);
 }
 
+
+/* A job cancelled while another job's solve holds CBC stops waiting for it:
+ * the wait looks at the cancel flag, so it cannot outlast the other solve. */
+typedef struct waiter {
+    const partd_request *req;
+    partd_cancel cancel;
+    int acquire_rc, plan_rc;
+} waiter;
+
+static void *wait_for_solver(void *arg)
+{
+    waiter *w = arg;
+    w->acquire_rc = partd_sac_solver_acquire(600, &w->cancel);
+    if (w->acquire_rc == PARTD_OK)
+        partd_sac_solver_release();
+    struct partd_sac_result *res = NULL;
+    partd_problem pb;
+    partd_problem_init(&pb);
+    w->plan_rc = partd_sac_plan(w->req, &w->cancel, &res, &pb);
+    partd_sac_result_free(res);
+    partd_problem_free(&pb);
+    return NULL;
+}
+
+static void test_cancel_while_waiting_for_the_solver(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    topts o = { 0 };
+    o.world_size = 1;
+    o.budget = baseline_of(&t, &o) - 1000;
+    waiter w = { make_request(&t, &o), { 0 }, 1, 1 };
+    partd_cancel_init(&w.cancel, 0);
+    /* Held by this thread until the waiter is gone: without the flag the
+     * waiter would block for its whole 600 s limit. */
+    assert_int_equal(partd_sac_solver_acquire(1, NULL), PARTD_OK);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, wait_for_solver, &w), 0);
+    atomic_store(&w.cancel.cancelled, 1);
+    pthread_join(th, NULL);
+    partd_sac_solver_release();
+    assert_int_equal(w.acquire_rc, PARTD_ECANCELLED);
+    assert_int_equal(w.plan_rc, PARTD_ECANCELLED);
+    free_request((partd_request *)w.req);
+}
 
 /* Several plans at once (the daemon's worker pool): every thread gets the
  * same document as a plan made alone. */
@@ -1346,6 +1393,7 @@ int main(void)
         cmocka_unit_test(test_op_level_end_to_end),
         cmocka_unit_test(test_option_errors),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_cancel_while_waiting_for_the_solver),
         cmocka_unit_test(test_concurrent_plans),
         cmocka_unit_test(test_end_to_end),
         cmocka_unit_test(test_end_to_end_errors),
