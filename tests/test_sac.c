@@ -1151,15 +1151,21 @@ static void test_option_errors(void **state)
     free_request(req);
 }
 
-static void test_cancel(void **state)
+/* The small tree with a budget just under its baseline: a plan needs a solve. */
+static partd_request *small_request_under_baseline(void)
 {
-    (void)state;
     ttree t;
     small_tree(&t);
     topts o = { 0 };
     o.world_size = 1;
     o.budget = baseline_of(&t, &o) - 1000;
-    partd_request *req = make_request(&t, &o);
+    return make_request(&t, &o);
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    partd_request *req = small_request_under_baseline();
     partd_cancel c;
     partd_cancel_init(&c, 0);
     atomic_store(&c.cancelled, 1);
@@ -1199,12 +1205,7 @@ static void *wait_for_solver(void *arg)
 static void test_cancel_while_waiting_for_the_solver(void **state)
 {
     (void)state;
-    ttree t;
-    small_tree(&t);
-    topts o = { 0 };
-    o.world_size = 1;
-    o.budget = baseline_of(&t, &o) - 1000;
-    waiter w = { make_request(&t, &o), { 0 }, 1, 1 };
+    waiter w = { small_request_under_baseline(), { 0 }, 1, 1 };
     partd_cancel_init(&w.cancel, 0);
     /* Held by this thread until the waiter is gone: without the flag the
      * waiter would block for its whole 600 s limit. */
