@@ -49,7 +49,7 @@ static const opt_def OPTS[] = {
     {"job-timeout-ms", OPT_U64, offsetof(partd_config, job_timeout_ms), "600000", 0,
      U64_MAX_SAFE, "planning time limit per job; 0 = none"},
     {"cache-max-bytes", OPT_U64, offsetof(partd_config, cache_max_bytes), "268435456", 0,
-     U64_MAX_SAFE, "in-memory LRU of result documents, in bytes"},
+     U64_MAX_SAFE, "in-memory LRU of result documents with their zstd and gzip forms, in bytes"},
     {"retention-hours", OPT_U64, offsetof(partd_config, retention_hours), "168", 0, 1000000,
      "finished jobs and results older than this are deleted (0: at the next sweep)"},
     {"sweep-interval-s", OPT_U64, offsetof(partd_config, sweep_interval_s), "300", 1, 86400,
