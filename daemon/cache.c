@@ -103,7 +103,7 @@ unsigned partd_cache_entry_codings(const partd_cache_entry *e)
 }
 
 int partd_cache_put(partd_cache *c, const char *key, const char *etag,
-                    partd_blob forms[PARTD_CODINGS], char *summary, partd_cache_entry **out)
+                    partd_blob *forms, char *summary, partd_cache_entry **out)
 {
     if (out)
         *out = NULL;

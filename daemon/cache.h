@@ -39,12 +39,12 @@ typedef struct partd_cache partd_cache;
 partd_cache *partd_cache_new(uint64_t max_bytes);
 void partd_cache_free(partd_cache *c);
 
-/* Takes ownership of the forms and of summary (malloc'd) in every case, and
- * clears forms[]. When out is not NULL it receives a reference to the entry
- * now cached under key (which may be an older equal one), or NULL on
- * ENOMEM. */
+/* Takes ownership of forms[0..PARTD_CODINGS) and of summary (malloc'd) in
+ * every case, and clears forms[]. When out is not NULL it receives a
+ * reference to the entry now cached under key (which may be an older equal
+ * one), or NULL on ENOMEM. */
 int partd_cache_put(partd_cache *c, const char *key, const char *etag,
-                    partd_blob forms[PARTD_CODINGS], char *summary, partd_cache_entry **out);
+                    partd_blob *forms, char *summary, partd_cache_entry **out);
 
 /* The bit set of the forms an entry has, for partd_coding_negotiate(). */
 unsigned partd_cache_entry_codings(const partd_cache_entry *e);

@@ -123,7 +123,7 @@ int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *ou
     }
 }
 
-int partd_encode_all(partd_blob forms[PARTD_CODINGS])
+int partd_encode_all(partd_blob *forms)
 {
     const partd_blob *doc = &forms[PARTD_CODING_IDENTITY];
     for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++) {
@@ -148,7 +148,7 @@ int partd_encode_all(partd_blob forms[PARTD_CODINGS])
     return PARTD_OK;
 }
 
-void partd_blobs_free(partd_blob forms[PARTD_CODINGS])
+void partd_blobs_free(partd_blob *forms)
 {
     for (int c = 0; c < PARTD_CODINGS; c++) {
         free(forms[c].data);

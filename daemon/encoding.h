@@ -41,13 +41,13 @@ const char *partd_coding_name(partd_coding coding);
  * gzip headers carry no name and no time. */
 int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *out);
 
-/* Fills forms[PARTD_CODING_ZSTD] and forms[PARTD_CODING_GZIP] from
- * forms[PARTD_CODING_IDENTITY]. A coded form that would not be smaller than
+/* forms has PARTD_CODINGS elements. Fills forms[PARTD_CODING_ZSTD] and
+ * forms[PARTD_CODING_GZIP] from forms[PARTD_CODING_IDENTITY]. A coded form that would not be smaller than
  * the document is left out (absent). On error every coded form is freed. */
-int partd_encode_all(partd_blob forms[PARTD_CODINGS]);
+int partd_encode_all(partd_blob *forms);
 
-/* Frees every form and clears the array. */
-void partd_blobs_free(partd_blob forms[PARTD_CODINGS]);
+/* Frees every form of forms[0..PARTD_CODINGS) and clears them. */
+void partd_blobs_free(partd_blob *forms);
 
 /* The coding to answer with, from the request's Accept-Encoding (NULL when
  * absent) and the forms available (bit 1 << coding). Follows RFC 9110

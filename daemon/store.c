@@ -694,7 +694,7 @@ int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
 }
 
 int partd_store_get_result(partd_store *s, const char *cache_key,
-                           partd_blob forms[PARTD_CODINGS], char etag[72], char **summary)
+                           partd_blob *forms, char etag[72], char **summary)
 {
     memset(forms, 0, PARTD_CODINGS * sizeof *forms);
     *summary = NULL;

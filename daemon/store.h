@@ -81,11 +81,11 @@ typedef struct partd_store_result {
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
                             const partd_job_row *const *rows, size_t n_rows);
 
-/* Fills forms[] with malloc'd copies (caller frees with partd_blobs_free;
- * coded forms absent for results stored before schema 2) and *summary
- * (malloc'd). On any error nothing is left allocated. */
+/* Fills forms[0..PARTD_CODINGS) with malloc'd copies (caller frees with
+ * partd_blobs_free; coded forms absent for results stored before schema 2)
+ * and *summary (malloc'd). On any error nothing is left allocated. */
 int partd_store_get_result(partd_store *s, const char *cache_key,
-                           partd_blob forms[PARTD_CODINGS], char etag[72], char **summary);
+                           partd_blob *forms, char etag[72], char **summary);
 
 /* Marks a result used now (retention counts from its last use).
  * PARTD_STORE_MISSING when it is no longer there. */
