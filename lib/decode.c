@@ -8,23 +8,22 @@
  *   3. order: cycle check and a stable topological order, then the CSR
  *      arrays of model.h are built in planning order.
  * Every violation is added to the problem (up to its cap) and decoding goes
- * on, so a client sees all of its mistakes at once.
+ * on, so a client sees all of its mistakes at once. Values are read with
+ * json_read.h, which words the type and range errors; this file keeps what
+ * the members mean.
  */
 #include "decode.h"
 
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hash.h"
+#include "json_read.h"
 #include "modules.h"
 #include "partd.h"
 
-#define PTR_CAP 1200
-#define NAME_MAX_BYTES 1024
-#define MAX_BYTES_VALUE (INT64_C(1) << 53)
 /* Sums of bytes across the graph stay far below INT64_MAX even when a
  * planner multiplies them by microbatches (<= MAX_MICROBATCHES) or by
  * param_factor (<= MAX_PARAM_FACTOR). */
@@ -35,7 +34,7 @@
 
 typedef struct decoder {
     partd_request *req;
-    partd_problem *pb;
+    partd_reader r; /* problem and string table of this request */
     /* request order, per node */
     uint32_t n;
     uint32_t *in_name_off;  /* n + 1 */
@@ -50,188 +49,9 @@ typedef struct decoder {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Pointers are built for every member decoded, so without printf. */
-static void ptr_copy(char *out, const char *base)
-{
-    size_t n = strnlen(base, PTR_CAP - 1);
-    memcpy(out, base, n);
-    out[n] = '\0';
-}
-
-static void ptr_member(char *out, const char *base, const char *member)
-{
-    ptr_copy(out, base);
-    partd_pointer_append(out, PTR_CAP, member);
-}
-
-static void ptr_index(char *out, const char *base, size_t i)
-{
-    ptr_copy(out, base);
-    partd_pointer_append_index(out, PTR_CAP, i);
-}
-
-static const char *json_type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "a value";
-}
-
 static void add(decoder *d, const char *ptr, const char *msg)
 {
-    partd_problem_add(d->pb, ptr, "%s", msg);
-}
-
-/* Rejects members of obj not in `allowed` (NULL-terminated). `meta` is
- * allowed where allow_meta is set, and must then be an object. */
-static void check_members(decoder *d, json_t *obj, const char *base,
-                          const char *const *allowed, int allow_meta)
-{
-    const char *key;
-    json_t *val;
-    char ptr[PTR_CAP];
-    json_object_foreach(obj, key, val) {
-        int known = 0;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, key) == 0)
-                known = 1;
-        if (known)
-            continue;
-        ptr_member(ptr, base, key);
-        if (allow_meta && strcmp(key, "meta") == 0) {
-            if (!json_is_object(val))
-                partd_problem_add(d->pb, ptr, "must be an object, not %s",
-                                  json_type_name(val));
-            continue;
-        }
-        add(d, ptr, "unknown member");
-    }
-}
-
-/* A name: non-empty string of at most 1024 bytes. Returns the string id or
- * PARTD_STR_NONE (error added). */
-static uint32_t get_name(decoder *d, json_t *v, const char *ptr)
-{
-    if (!json_is_string(v)) {
-        partd_problem_add(d->pb, ptr, "must be a string, not %s", json_type_name(v));
-        return PARTD_STR_NONE;
-    }
-    size_t len = json_string_length(v);
-    if (len == 0) {
-        add(d, ptr, "must not be empty");
-        return PARTD_STR_NONE;
-    }
-    if (len > NAME_MAX_BYTES) {
-        partd_problem_add(d->pb, ptr, "is %zu bytes long; names are at most %d bytes",
-                          len, NAME_MAX_BYTES);
-        return PARTD_STR_NONE;
-    }
-    const char *s = json_string_value(v);
-    if (memchr(s, '\0', len)) {
-        add(d, ptr, "must not contain U+0000");
-        return PARTD_STR_NONE;
-    }
-    uint32_t id = partd_strtab_intern(&d->req->strings, s, len);
-    if (id == PARTD_STR_NONE)
-        add(d, ptr, "out of memory while storing the name");
-    return id;
-}
-
-/* Bytes: a JSON integer in [min, 2^53]. Returns 0 on success. */
-static int get_bytes(decoder *d, json_t *v, const char *ptr, int64_t min, int64_t *out)
-{
-    if (json_is_real(v)) {
-        partd_problem_add(d->pb, ptr, "must be an integer number of bytes, not %.17g",
-                          json_real_value(v));
-        return -1;
-    }
-    if (!json_is_integer(v)) {
-        partd_problem_add(d->pb, ptr, "must be an integer number of bytes, not %s",
-                          json_type_name(v));
-        return -1;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < min || x > MAX_BYTES_VALUE) {
-        partd_problem_add(d->pb, ptr, "must be between %lld and 2^53, not %lld",
-                          (long long)min, (long long)x);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-/* An integer in [min, max]. */
-static int get_int(decoder *d, json_t *v, const char *ptr, int64_t min, int64_t max,
-                   int64_t *out)
-{
-    if (!json_is_integer(v)) {
-        partd_problem_add(d->pb, ptr, "must be an integer, not %s", json_type_name(v));
-        return -1;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < min || x > max) {
-        partd_problem_add(d->pb, ptr, "must be between %lld and %lld, not %lld",
-                          (long long)min, (long long)max, (long long)x);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-/* A finite number; `min_exclusive` selects > min instead of >= min. */
-static int get_number(decoder *d, json_t *v, const char *ptr, double min,
-                      int min_exclusive, double max, double *out)
-{
-    if (!json_is_number(v)) {
-        partd_problem_add(d->pb, ptr, "must be a number, not %s", json_type_name(v));
-        return -1;
-    }
-    double x = json_number_value(v);
-    if (!isfinite(x)) {
-        add(d, ptr, "must be a finite number");
-        return -1;
-    }
-    if (min_exclusive ? !(x > min) : !(x >= min)) {
-        partd_problem_add(d->pb, ptr, "must be %s %g, not %.17g",
-                          min_exclusive ? "greater than" : "at least", min, x);
-        return -1;
-    }
-    if (x > max) {
-        partd_problem_add(d->pb, ptr, "must be at most %g, not %.17g", max, x);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int get_enum(decoder *d, json_t *v, const char *ptr,
-                    const char *const *names, int *out)
-{
-    if (!json_is_string(v)) {
-        partd_problem_add(d->pb, ptr, "must be a string, not %s", json_type_name(v));
-        return -1;
-    }
-    const char *s = json_string_value(v);
-    for (int i = 0; names[i]; i++)
-        if (strcmp(names[i], s) == 0) {
-            *out = i;
-            return 0;
-        }
-    char list[256] = "";
-    for (int i = 0; names[i]; i++) {
-        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-        strncat(list, names[i], sizeof list - strlen(list) - 1);
-    }
-    partd_problem_add(d->pb, ptr, "must be one of %s, not \"%.64s\"", list, s);
-    return -1;
+    partd_problem_add(d->r.pb, ptr, "%s", msg);
 }
 
 /* first[i] = the smallest index whose key equals keys[i] (i itself for a
@@ -273,13 +93,11 @@ static int first_occurrences(const int64_t *keys, uint32_t n, uint32_t *first)
 static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
                          uint32_t **out, uint32_t *n_out)
 {
-    if (!json_is_array(v)) {
-        partd_problem_add(d->pb, ptr, "must be an array, not %s", json_type_name(v));
+    if (partd_read_array(&d->r, v, ptr, NULL) != 0)
         return -1;
-    }
     size_t n = json_array_size(v);
     if (n > max) {
-        partd_problem_add(d->pb, ptr, "has %zu entries; at most %u are allowed", n, max);
+        partd_problem_add(d->r.pb, ptr, "has %zu entries; at most %u are allowed", n, max);
         return -1;
     }
     uint32_t *ids = calloc(n ? n : 1, sizeof *ids);
@@ -288,12 +106,12 @@ static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
         return -1;
     }
     int bad = 0;
-    char p[PTR_CAP];
+    char p[PARTD_POINTER_CAP];
     int64_t *keys = malloc((n ? n : 1) * sizeof *keys);
     uint32_t *first = malloc((n ? n : 1) * sizeof *first);
     for (size_t i = 0; i < n; i++) {
-        ptr_index(p, ptr, i);
-        ids[i] = get_name(d, json_array_get(v, i), p);
+        partd_pointer_index(p, ptr, i);
+        ids[i] = partd_read_name(&d->r, json_array_get(v, i), p);
         bad |= ids[i] == PARTD_STR_NONE;
         if (keys)
             keys[i] = ids[i] == PARTD_STR_NONE ? -1 : (int64_t)ids[i];
@@ -304,8 +122,8 @@ static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
     } else {
         for (size_t i = 0; i < n; i++)
             if (first[i] != i) {
-                ptr_index(p, ptr, i);
-                partd_problem_add(d->pb, p, "repeats entry %u", first[i]);
+                partd_pointer_index(p, ptr, i);
+                partd_problem_add(d->r.pb, p, "repeats entry %u", first[i]);
                 bad = 1;
             }
     }
@@ -373,16 +191,13 @@ static int alloc_flat(decoder *d, json_t *nodes)
 
 static void decode_inputs(decoder *d, json_t *v, const char *base)
 {
-    char ptr[PTR_CAP], p[PTR_CAP];
-    ptr_member(ptr, base, "inputs");
-    if (!json_is_array(v)) {
-        partd_problem_add(d->pb, ptr, "must be an array of node names, not %s",
-                          json_type_name(v));
+    char ptr[PARTD_POINTER_CAP], p[PARTD_POINTER_CAP];
+    partd_pointer_member(ptr, base, "inputs");
+    if (partd_read_array(&d->r, v, ptr, "an array of node names") != 0)
         return;
-    }
     for (size_t k = 0; k < json_array_size(v); k++) {
-        ptr_index(p, ptr, k);
-        uint32_t id = get_name(d, json_array_get(v, k), p);
+        partd_pointer_index(p, ptr, k);
+        uint32_t id = partd_read_name(&d->r, json_array_get(v, k), p);
         if (id != PARTD_STR_NONE)
             d->in_name[d->n_in_names++] = id;
     }
@@ -390,42 +205,30 @@ static void decode_inputs(decoder *d, json_t *v, const char *base)
 
 static int64_t decode_params(decoder *d, json_t *v, const char *base)
 {
-    char ptr[PTR_CAP], p[PTR_CAP], q[PTR_CAP];
+    char ptr[PARTD_POINTER_CAP], p[PARTD_POINTER_CAP], q[PARTD_POINTER_CAP];
     static const char *const param_members[] = {"name", "bytes", NULL};
     int64_t total = 0;
-    ptr_member(ptr, base, "params");
-    if (!json_is_array(v)) {
-        partd_problem_add(d->pb, ptr, "must be an array of {name, bytes}, not %s",
-                          json_type_name(v));
+    partd_pointer_member(ptr, base, "params");
+    if (partd_read_array(&d->r, v, ptr, "an array of {name, bytes}") != 0)
         return 0;
-    }
     for (size_t k = 0; k < json_array_size(v); k++) {
         json_t *e = json_array_get(v, k);
-        ptr_index(p, ptr, k);
-        if (!json_is_object(e)) {
-            partd_problem_add(d->pb, p, "must be an object {name, bytes}, not %s",
-                              json_type_name(e));
+        partd_pointer_index(p, ptr, k);
+        if (partd_read_object(&d->r, e, p, "an object {name, bytes}") != 0)
             continue;
-        }
-        check_members(d, e, p, param_members, 0);
-        json_t *name = json_object_get(e, "name"), *bytes = json_object_get(e, "bytes");
-        ptr_member(q, p, "name");
+        partd_read_reject_unknown(&d->r, e, p, param_members, 0);
+        json_t *m;
         uint32_t id = PARTD_STR_NONE;
-        if (!name)
-            add(d, q, "is required");
-        else
-            id = get_name(d, name, q);
-        ptr_member(q, p, "bytes");
+        if ((m = partd_read_required(&d->r, e, p, "name", q)))
+            id = partd_read_name(&d->r, m, q);
         int64_t b = 0;
         int ok = 0;
-        if (!bytes)
-            add(d, q, "is required");
-        else
-            ok = get_bytes(d, bytes, q, 0, &b) == 0;
+        if ((m = partd_read_required(&d->r, e, p, "bytes", q)))
+            ok = partd_read_bytes(&d->r, m, q, 0, &b) == 0;
         for (uint32_t j = d->par_name_off[d->n] ; id != PARTD_STR_NONE && j < d->n_par_names; j++)
             if (d->par_name[j] == id) {
-                ptr_member(q, p, "name");
-                partd_problem_add(d->pb, q, "names parameter \"%s\" twice",
+                partd_pointer_member(q, p, "name");
+                partd_problem_add(d->r.pb, q, "names parameter \"%s\" twice",
                                   partd_str(&d->req->strings, id));
                 id = PARTD_STR_NONE;
             }
@@ -473,67 +276,63 @@ static node_member classify_node_member(const char *key)
 static void decode_node(decoder *d, json_t *node, size_t i)
 {
     partd_graph *g = &d->req->graph;
-    char base[PTR_CAP], ptr[PTR_CAP];
-    ptr_index(base, "/graph/nodes", i);
+    partd_reader *r = &d->r;
+    char base[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
+    partd_pointer_index(base, "/graph/nodes", i);
     d->n = (uint32_t)i;
     d->in_name_off[i] = d->n_in_names;
     d->par_name_off[i] = d->n_par_names;
     g->name[i] = g->target[i] = g->module[i] = PARTD_STR_NONE;
     g->op[i] = PARTD_OP_CALL_FUNCTION;
-    if (!json_is_object(node)) {
-        partd_problem_add(d->pb, base, "must be an object, not %s", json_type_name(node));
+    if (partd_read_object(r, node, base, NULL) != 0)
         goto done;
-    }
     const char *key;
     json_t *v, *name = NULL, *op = NULL, *param_bytes = NULL, *params = NULL;
     json_object_foreach(node, key, v) {
         node_member m = classify_node_member(key);
         if (m != M_NAME && m != M_OP && m != M_INPUTS)
-            ptr_member(ptr, base, key);
+            partd_pointer_member(ptr, base, key);
         switch (m) {
         case M_NAME: name = v; break;
         case M_OP: op = v; break;
         case M_PARAM_BYTES: param_bytes = v; break;
         case M_PARAMS: params = v; break;
-        case M_TARGET: g->target[i] = get_name(d, v, ptr); break;
-        case M_MODULE: g->module[i] = get_name(d, v, ptr); break;
+        case M_TARGET: g->target[i] = partd_read_name(r, v, ptr); break;
+        case M_MODULE: g->module[i] = partd_read_name(r, v, ptr); break;
         case M_INPUTS: decode_inputs(d, v, base); break;
-        case M_OUTPUT_BYTES: get_bytes(d, v, ptr, 0, &g->output_bytes[i]); break;
-        case M_LATENCY: get_number(d, v, ptr, 0, 0, 1e12, &g->latency_ms[i]); break;
-        case M_MEM_LATENCY: get_number(d, v, ptr, 0, 0, 1e12, &g->mem_latency_ms[i]); break;
-        case M_META:
-            if (!json_is_object(v))
-                partd_problem_add(d->pb, ptr, "must be an object, not %s", json_type_name(v));
-            break;
+        case M_OUTPUT_BYTES: partd_read_bytes(r, v, ptr, 0, &g->output_bytes[i]); break;
+        case M_LATENCY: partd_read_number(r, v, ptr, 0, 0, 1e12, &g->latency_ms[i]); break;
+        case M_MEM_LATENCY: partd_read_number(r, v, ptr, 0, 0, 1e12, &g->mem_latency_ms[i]); break;
+        case M_META: partd_read_object(r, v, ptr, NULL); break;
         case M_UNKNOWN: add(d, ptr, "unknown member"); break;
         }
     }
-    ptr_member(ptr, base, "name");
+    partd_pointer_member(ptr, base, "name");
     if (!name)
         add(d, ptr, "is required");
     else
-        g->name[i] = get_name(d, name, ptr);
-    ptr_member(ptr, base, "op");
+        g->name[i] = partd_read_name(r, name, ptr);
+    partd_pointer_member(ptr, base, "op");
     int op_code = PARTD_OP_CALL_FUNCTION;
     if (!op)
         add(d, ptr, "is required");
     else
-        get_enum(d, op, ptr, op_names, &op_code);
+        partd_read_enum(r, op, ptr, op_names, &op_code);
     g->op[i] = (uint8_t)op_code;
     if (param_bytes && params) {
-        ptr_member(ptr, base, "params");
+        partd_pointer_member(ptr, base, "params");
         add(d, ptr, "give either param_bytes or params, not both");
     } else if (param_bytes) {
-        ptr_member(ptr, base, "param_bytes");
-        get_bytes(d, param_bytes, ptr, 0, &g->param_bytes[i]);
+        partd_pointer_member(ptr, base, "param_bytes");
+        partd_read_bytes(r, param_bytes, ptr, 0, &g->param_bytes[i]);
     } else if (params) {
         g->has_params[i] = 1;
         g->param_bytes[i] = decode_params(d, params, base);
     }
     if ((op_code == PARTD_OP_PLACEHOLDER || op_code == PARTD_OP_GET_ATTR) &&
         d->n_in_names > d->in_name_off[i]) {
-        ptr_member(ptr, base, "inputs");
-        partd_problem_add(d->pb, ptr, "a %s node reads no other node", op_names[op_code]);
+        partd_pointer_member(ptr, base, "inputs");
+        partd_problem_add(r->pb, ptr, "a %s node reads no other node", op_names[op_code]);
     }
 done:
     d->in_name_off[i + 1] = d->n_in_names;
@@ -545,16 +344,16 @@ done:
 static void check_nodes(decoder *d, uint32_t *name_node)
 {
     partd_graph *g = &d->req->graph;
-    char ptr[PTR_CAP];
+    char ptr[PARTD_POINTER_CAP];
     uint32_t first_output = PARTD_NONE;
     int64_t total = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         uint32_t id = g->name[i];
         if (id != PARTD_STR_NONE) {
             if (name_node[id] != PARTD_NONE) {
-                ptr_index(ptr, "/graph/nodes", i);
-                partd_pointer_append(ptr, PTR_CAP, "name");
-                partd_problem_add(d->pb, ptr,
+                partd_pointer_index(ptr, "/graph/nodes", i);
+                partd_pointer_append(ptr, PARTD_POINTER_CAP, "name");
+                partd_problem_add(d->r.pb, ptr,
                                   "duplicate node name \"%s\" (first at /graph/nodes/%u)",
                                   partd_str(&d->req->strings, id), name_node[id]);
             } else {
@@ -563,9 +362,9 @@ static void check_nodes(decoder *d, uint32_t *name_node)
         }
         if (g->op[i] == PARTD_OP_OUTPUT) {
             if (first_output != PARTD_NONE) {
-                ptr_index(ptr, "/graph/nodes", i);
-                partd_pointer_append(ptr, PTR_CAP, "op");
-                partd_problem_add(d->pb, ptr,
+                partd_pointer_index(ptr, "/graph/nodes", i);
+                partd_pointer_append(ptr, PARTD_POINTER_CAP, "op");
+                partd_problem_add(d->r.pb, ptr,
                                   "more than one output node (first at /graph/nodes/%u)",
                                   first_output);
             } else {
@@ -590,24 +389,24 @@ static void check_nodes(decoder *d, uint32_t *name_node)
 static void resolve_inputs(decoder *d, const uint32_t *name_node)
 {
     partd_graph *g = &d->req->graph;
-    char ptr[PTR_CAP];
+    char ptr[PARTD_POINTER_CAP];
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         uint32_t w = d->in_name_off[i];
         for (uint32_t k = d->in_name_off[i]; k < d->in_name_off[i + 1]; k++) {
             uint32_t target = name_node[d->in_name[k]];
             if (target == PARTD_NONE) {
-                ptr_index(ptr, "/graph/nodes", i);
-                partd_pointer_append(ptr, PTR_CAP, "inputs");
-                partd_pointer_append_index(ptr, PTR_CAP, k - d->in_name_off[i]);
-                partd_problem_add(d->pb, ptr, "names no node: \"%s\"",
+                partd_pointer_index(ptr, "/graph/nodes", i);
+                partd_pointer_append(ptr, PARTD_POINTER_CAP, "inputs");
+                partd_pointer_append_index(ptr, PARTD_POINTER_CAP, k - d->in_name_off[i]);
+                partd_problem_add(d->r.pb, ptr, "names no node: \"%s\"",
                                   partd_str(&d->req->strings, d->in_name[k]));
                 continue;
             }
             if (g->op[target] == PARTD_OP_OUTPUT) {
-                ptr_index(ptr, "/graph/nodes", i);
-                partd_pointer_append(ptr, PTR_CAP, "inputs");
-                partd_pointer_append_index(ptr, PTR_CAP, k - d->in_name_off[i]);
-                partd_problem_add(d->pb, ptr, "reads the output node \"%s\"",
+                partd_pointer_index(ptr, "/graph/nodes", i);
+                partd_pointer_append(ptr, PARTD_POINTER_CAP, "inputs");
+                partd_pointer_append_index(ptr, PARTD_POINTER_CAP, k - d->in_name_off[i]);
+                partd_problem_add(d->r.pb, ptr, "reads the output node \"%s\"",
                                   partd_str(&d->req->strings, d->in_name[k]));
                 continue;
             }
@@ -747,9 +546,9 @@ static void report_cycle(decoder *d, const uint32_t *indegree)
                                      partd_str(st, names[path[k]]));
         if (used + 8 < cap)
             snprintf(msg + used, cap - used, " -> \"%s\"", partd_str(st, names[cur]));
-        char ptr[PTR_CAP];
-        ptr_index(ptr, "/graph/nodes", cur);
-        partd_pointer_append(ptr, PTR_CAP, "inputs");
+        char ptr[PARTD_POINTER_CAP];
+        partd_pointer_index(ptr, "/graph/nodes", cur);
+        partd_pointer_append(ptr, PARTD_POINTER_CAP, "inputs");
         add(d, ptr, msg);
         free(msg);
     }
@@ -893,12 +692,12 @@ static int build_params(decoder *d, const uint32_t *order)
                 g->param_size[id] = d->par_bytes[k];
                 first_node[id] = r;
             } else if (g->param_size[id] != d->par_bytes[k]) {
-                char ptr[PTR_CAP];
-                ptr_index(ptr, "/graph/nodes", r);
-                partd_pointer_append(ptr, PTR_CAP, "params");
-                partd_pointer_append_index(ptr, PTR_CAP, k - d->par_name_off[r]);
-                partd_pointer_append(ptr, PTR_CAP, "bytes");
-                partd_problem_add(d->pb, ptr,
+                char ptr[PARTD_POINTER_CAP];
+                partd_pointer_index(ptr, "/graph/nodes", r);
+                partd_pointer_append(ptr, PARTD_POINTER_CAP, "params");
+                partd_pointer_append_index(ptr, PARTD_POINTER_CAP, k - d->par_name_off[r]);
+                partd_pointer_append(ptr, PARTD_POINTER_CAP, "bytes");
+                partd_problem_add(d->r.pb, ptr,
                                   "parameter \"%s\" has %lld bytes here but %lld at "
                                   "/graph/nodes/%u",
                                   partd_str(st, name), (long long)d->par_bytes[k],
@@ -953,7 +752,7 @@ static int build_planning_order(decoder *d, const uint32_t *order)
 /* graph.modules is decoded by the SAC unit (modules.h). */
 static void decode_modules(decoder *d, json_t *modules)
 {
-    int rc = partd_modules_decode(modules, &d->req->strings, d->pb, &d->req->modules,
+    int rc = partd_modules_decode(modules, &d->req->strings, d->r.pb, &d->req->modules,
                                   &d->modules_canonical);
     if (rc == PARTD_ENOMEM)
         add(d, "/graph/modules", "out of memory while decoding graph.modules");
@@ -962,32 +761,26 @@ static void decode_modules(decoder *d, json_t *modules)
 static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *lim)
 {
     static const char *const graph_members[] = {"name", "nodes", "modules", NULL};
-    if (!json_is_object(graph)) {
-        partd_problem_add(d->pb, "/graph", "must be an object, not %s", json_type_name(graph));
+    if (partd_read_object(&d->r, graph, "/graph", NULL) != 0)
         return;
-    }
-    check_members(d, graph, "/graph", graph_members, 1);
+    partd_read_reject_unknown(&d->r, graph, "/graph", graph_members, 1);
     json_t *name = json_object_get(graph, "name");
-    if (name && !json_is_string(name))
-        partd_problem_add(d->pb, "/graph/name", "must be a string, not %s",
-                          json_type_name(name));
+    if (name)
+        partd_read_string(&d->r, name, "/graph/name");
     json_t *nodes = json_object_get(graph, "nodes");
     if (!nodes) {
         add(d, "/graph/nodes", "is required");
         return;
     }
-    if (!json_is_array(nodes)) {
-        partd_problem_add(d->pb, "/graph/nodes", "must be an array, not %s",
-                          json_type_name(nodes));
+    if (partd_read_array(&d->r, nodes, "/graph/nodes", NULL) != 0)
         return;
-    }
     size_t n = json_array_size(nodes);
     if (n == 0) {
         add(d, "/graph/nodes", "must have at least one node");
         return;
     }
     if (n >= UINT32_MAX / 2 || (lim && lim->max_nodes && n > lim->max_nodes)) {
-        partd_problem_add(d->pb, "/graph/nodes", "has %zu nodes; this server takes at most %u",
+        partd_problem_add(d->r.pb, "/graph/nodes", "has %zu nodes; this server takes at most %u",
                           n, lim && lim->max_nodes ? lim->max_nodes : UINT32_MAX / 2);
         return;
     }
@@ -998,13 +791,8 @@ static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *l
     for (size_t i = 0; i < n; i++)
         decode_node(d, json_array_get(nodes, i), i);
     json_t *modules = json_object_get(graph, "modules");
-    if (modules) {
-        if (!json_is_object(modules))
-            partd_problem_add(d->pb, "/graph/modules", "must be an object, not %s",
-                              json_type_name(modules));
-        else
-            decode_modules(d, modules);
-    }
+    if (modules && partd_read_object(&d->r, modules, "/graph/modules", NULL) == 0)
+        decode_modules(d, modules);
 }
 
 /* Runs the reference passes once every node has decoded. */
@@ -1022,7 +810,7 @@ static int link_graph(decoder *d)
         name_node[s] = PARTD_NONE;
     check_nodes(d, name_node);
     resolve_inputs(d, name_node);
-    if (d->pb->n_errors)
+    if (d->r.pb->n_errors)
         goto out; /* an order of a graph with unknown references means nothing */
     if (topological_order(d, order) != 0)
         goto out;
@@ -1049,19 +837,19 @@ static void check_device_repeats(decoder *d)
     for (uint32_t i = 0; ok && i < n; i++)
         keys[i] = d->req->devices[i].logical_id;
     ok = ok && first_occurrences(keys, n, first_id) == 0;
-    char ptr[PTR_CAP];
+    char ptr[PARTD_POINTER_CAP];
     for (uint32_t i = 0; ok && i < n; i++) {
         const partd_device *dev = &d->req->devices[i];
         if (first_name[i] != i) {
-            ptr_index(ptr, "/devices", i);
-            partd_pointer_append(ptr, PTR_CAP, "name");
-            partd_problem_add(d->pb, ptr, "duplicate device name \"%s\" (first at /devices/%u)",
+            partd_pointer_index(ptr, "/devices", i);
+            partd_pointer_append(ptr, PARTD_POINTER_CAP, "name");
+            partd_problem_add(d->r.pb, ptr, "duplicate device name \"%s\" (first at /devices/%u)",
                               partd_str(&d->req->strings, dev->name), first_name[i]);
         }
         if (first_id[i] != i) {
-            ptr_index(ptr, "/devices", i);
-            partd_pointer_append(ptr, PTR_CAP, "logical_id");
-            partd_problem_add(d->pb, ptr, "duplicate logical id %lld (also /devices/%u)",
+            partd_pointer_index(ptr, "/devices", i);
+            partd_pointer_append(ptr, PARTD_POINTER_CAP, "logical_id");
+            partd_problem_add(d->r.pb, ptr, "duplicate logical id %lld (also /devices/%u)",
                               (long long)dev->logical_id, first_id[i]);
         }
     }
@@ -1080,11 +868,8 @@ static void decode_devices(decoder *d, json_t *devices, const partd_decode_limit
         add(d, "/devices", "is required");
         return;
     }
-    if (!json_is_array(devices)) {
-        partd_problem_add(d->pb, "/devices", "must be an array, not %s",
-                          json_type_name(devices));
+    if (partd_read_array(&d->r, devices, "/devices", NULL) != 0)
         return;
-    }
     size_t n = json_array_size(devices);
     if (n == 0) {
         add(d, "/devices", "at least one device is required");
@@ -1092,7 +877,7 @@ static void decode_devices(decoder *d, json_t *devices, const partd_decode_limit
     }
     uint32_t max = lim && lim->max_devices ? lim->max_devices : 65536;
     if (n > max) {
-        partd_problem_add(d->pb, "/devices", "has %zu devices; at most %u are allowed", n, max);
+        partd_problem_add(d->r.pb, "/devices", "has %zu devices; at most %u are allowed", n, max);
         return;
     }
     d->req->devices = calloc(n, sizeof *d->req->devices);
@@ -1101,36 +886,28 @@ static void decode_devices(decoder *d, json_t *devices, const partd_decode_limit
         return;
     }
     d->req->n_devices = (uint32_t)n;
-    char base[PTR_CAP], ptr[PTR_CAP];
+    char base[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
     for (size_t i = 0; i < n; i++) {
         partd_device *dev = &d->req->devices[i];
         json_t *o = json_array_get(devices, i), *v;
         dev->name = PARTD_STR_NONE;
         dev->logical_id = (int64_t)i;
         dev->speed = 1.0;
-        ptr_index(base, "/devices", i);
-        if (!json_is_object(o)) {
-            partd_problem_add(d->pb, base, "must be an object, not %s", json_type_name(o));
+        partd_pointer_index(base, "/devices", i);
+        if (partd_read_object(&d->r, o, base, NULL) != 0)
             continue;
-        }
-        check_members(d, o, base, device_members, 1);
-        ptr_member(ptr, base, "name");
-        if (!(v = json_object_get(o, "name")))
-            add(d, ptr, "is required");
-        else
-            dev->name = get_name(d, v, ptr);
-        ptr_member(ptr, base, "memory_bytes");
-        if (!(v = json_object_get(o, "memory_bytes")))
-            add(d, ptr, "is required");
-        else
-            get_bytes(d, v, ptr, 1, &dev->memory_bytes);
+        partd_read_reject_unknown(&d->r, o, base, device_members, 1);
+        if ((v = partd_read_required(&d->r, o, base, "name", ptr)))
+            dev->name = partd_read_name(&d->r, v, ptr);
+        if ((v = partd_read_required(&d->r, o, base, "memory_bytes", ptr)))
+            partd_read_bytes(&d->r, v, ptr, 1, &dev->memory_bytes);
         if ((v = json_object_get(o, "logical_id"))) {
-            ptr_member(ptr, base, "logical_id");
-            get_int(d, v, ptr, 0, INT32_MAX, &dev->logical_id);
+            partd_pointer_member(ptr, base, "logical_id");
+            partd_read_int(&d->r, v, ptr, 0, INT32_MAX, &dev->logical_id);
         }
         if ((v = json_object_get(o, "speed"))) {
-            ptr_member(ptr, base, "speed");
-            get_number(d, v, ptr, 0, 1, 1e9, &dev->speed);
+            partd_pointer_member(ptr, base, "speed");
+            partd_read_number(&d->r, v, ptr, 0, 1, 1e9, &dev->speed);
         }
     }
     check_device_repeats(d);
@@ -1145,23 +922,21 @@ static void decode_pipeline_options(decoder *d, json_t *o, uint32_t default_stag
     static const char *const members[] = {"stages", "balance_by", "cut_after", "schedule",
                                           "microbatches", "param_factor", NULL};
     partd_pipeline_options *po = &d->req->options.pipeline;
+    partd_reader *r = &d->r;
     json_t *v;
     int e;
     int64_t x;
     if (!o)
         return;
-    if (!json_is_object(o)) {
-        partd_problem_add(d->pb, "/options/pipeline", "must be an object, not %s",
-                          json_type_name(o));
+    if (partd_read_object(r, o, "/options/pipeline", NULL) != 0)
         return;
-    }
-    check_members(d, o, "/options/pipeline", members, 0);
+    partd_read_reject_unknown(r, o, "/options/pipeline", members, 0);
     if ((v = json_object_get(o, "stages"))) {
         if (!json_is_integer(v))
-            partd_problem_add(d->pb, "/options/pipeline/stages", "must be an integer, not %s",
-                              json_type_name(v));
+            partd_problem_add(r->pb, "/options/pipeline/stages", "must be an integer, not %s",
+                              partd_json_type_name(v));
         else if (json_integer_value(v) < 1 || json_integer_value(v) > default_stages)
-            partd_problem_add(d->pb, "/options/pipeline/stages",
+            partd_problem_add(r->pb, "/options/pipeline/stages",
                               "must be between 1 and %u (the smaller of the number of "
                               "devices and of operation nodes), not %lld",
                               default_stages, (long long)json_integer_value(v));
@@ -1169,17 +944,17 @@ static void decode_pipeline_options(decoder *d, json_t *o, uint32_t default_stag
             po->stages = (uint32_t)json_integer_value(v);
     }
     if ((v = json_object_get(o, "balance_by")) &&
-        get_enum(d, v, "/options/pipeline/balance_by", balance_names, &e) == 0)
+        partd_read_enum(r, v, "/options/pipeline/balance_by", balance_names, &e) == 0)
         po->balance_by = (partd_balance_by)e;
     if ((v = json_object_get(o, "schedule")) &&
-        get_enum(d, v, "/options/pipeline/schedule", schedule_names, &e) == 0)
+        partd_read_enum(r, v, "/options/pipeline/schedule", schedule_names, &e) == 0)
         po->schedule = (partd_schedule)e;
     if ((v = json_object_get(o, "microbatches")) &&
-        get_int(d, v, "/options/pipeline/microbatches", 1, MAX_MICROBATCHES, &x) == 0)
+        partd_read_int(r, v, "/options/pipeline/microbatches", 1, MAX_MICROBATCHES, &x) == 0)
         po->microbatches = (uint32_t)x;
     if ((v = json_object_get(o, "param_factor")))
-        get_number(d, v, "/options/pipeline/param_factor", 0, 1, MAX_PARAM_FACTOR,
-                   &po->param_factor);
+        partd_read_number(r, v, "/options/pipeline/param_factor", 0, 1, MAX_PARAM_FACTOR,
+                          &po->param_factor);
     if ((v = json_object_get(o, "cut_after")))
         get_name_list(d, v, "/options/pipeline/cut_after", 1u << 20, &po->cut_after,
                       &po->n_cut_after);
@@ -1191,20 +966,19 @@ static void decode_sac_options(decoder *d, json_t *o)
                                           "fsdp_units", "op_level", "time_limit_ms",
                                           "relative_gap", "frontier_points", NULL};
     partd_sac_options *so = &d->req->options.sac;
+    partd_reader *r = &d->r;
     json_t *v;
     int64_t x;
     if (!o)
         return;
-    if (!json_is_object(o)) {
-        partd_problem_add(d->pb, "/options/sac", "must be an object, not %s", json_type_name(o));
+    if (partd_read_object(r, o, "/options/sac", NULL) != 0)
         return;
-    }
     so->enabled = 1;
-    check_members(d, o, "/options/sac", members, 0);
+    partd_read_reject_unknown(r, o, "/options/sac", members, 0);
     if ((v = json_object_get(o, "memory_budget_bytes")))
-        get_bytes(d, v, "/options/sac/memory_budget_bytes", 1, &so->memory_budget_bytes);
+        partd_read_bytes(r, v, "/options/sac/memory_budget_bytes", 1, &so->memory_budget_bytes);
     if ((v = json_object_get(o, "world_size")) &&
-        get_int(d, v, "/options/sac/world_size", 1, 1 << 20, &x) == 0)
+        partd_read_int(r, v, "/options/sac/world_size", 1, 1 << 20, &x) == 0)
         so->world_size = (uint32_t)x;
     if ((v = json_object_get(o, "ac_units")))
         so->has_ac_units = get_name_list(d, v, "/options/sac/ac_units", 1u << 20,
@@ -1212,20 +986,15 @@ static void decode_sac_options(decoder *d, json_t *o)
     if ((v = json_object_get(o, "fsdp_units")))
         so->has_fsdp_units = get_name_list(d, v, "/options/sac/fsdp_units", 1u << 20,
                                            &so->fsdp_units, &so->n_fsdp_units) == 0;
-    if ((v = json_object_get(o, "op_level"))) {
-        if (!json_is_boolean(v))
-            partd_problem_add(d->pb, "/options/sac/op_level", "must be a boolean, not %s",
-                              json_type_name(v));
-        else
-            so->op_level = json_is_true(v);
-    }
+    if ((v = json_object_get(o, "op_level")))
+        partd_read_bool(r, v, "/options/sac/op_level", &so->op_level);
     if ((v = json_object_get(o, "time_limit_ms")))
-        get_number(d, v, "/options/sac/time_limit_ms", 0, 1, MAX_TIME_LIMIT_MS,
-                   &so->time_limit_ms);
+        partd_read_number(r, v, "/options/sac/time_limit_ms", 0, 1, MAX_TIME_LIMIT_MS,
+                          &so->time_limit_ms);
     if ((v = json_object_get(o, "relative_gap")))
-        get_number(d, v, "/options/sac/relative_gap", 0, 0, 1, &so->relative_gap);
+        partd_read_number(r, v, "/options/sac/relative_gap", 0, 0, 1, &so->relative_gap);
     if ((v = json_object_get(o, "frontier_points")) &&
-        get_int(d, v, "/options/sac/frontier_points", 2, 100, &x) == 0)
+        partd_read_int(r, v, "/options/sac/frontier_points", 2, 100, &x) == 0)
         so->frontier_points = (uint32_t)x;
 }
 
@@ -1251,20 +1020,18 @@ static void decode_options(decoder *d, json_t *o)
                                                                   : req->graph.n_ops;
     if (default_stages == 0)
         default_stages = 1;
-    if (o && !json_is_object(o)) {
-        partd_problem_add(d->pb, "/options", "must be an object, not %s", json_type_name(o));
+    if (o && partd_read_object(&d->r, o, "/options", NULL) != 0)
         o = NULL;
-    }
     if (o) {
         json_t *v;
         int e;
-        check_members(d, o, "/options", members, 0);
+        partd_read_reject_unknown(&d->r, o, "/options", members, 0);
         if ((v = json_object_get(o, "mode")) &&
-            get_enum(d, v, "/options/mode", mode_names, &e) == 0)
+            partd_read_enum(&d->r, v, "/options/mode", mode_names, &e) == 0)
             req->options.mode = (partd_mode)e;
         if ((v = json_object_get(o, "transfer_bytes_per_sec")))
-            get_number(d, v, "/options/transfer_bytes_per_sec", 0, 1, 1e18,
-                       &req->options.transfer_bytes_per_sec);
+            partd_read_number(&d->r, v, "/options/transfer_bytes_per_sec", 0, 1, 1e18,
+                              &req->options.transfer_bytes_per_sec);
         decode_pipeline_options(d, json_object_get(o, "pipeline"), default_stages);
         decode_sac_options(d, json_object_get(o, "sac"));
     }
@@ -1357,24 +1124,24 @@ static int decode_root(decoder *d, json_t *root, const partd_decode_limits *lim)
 {
     static const char *const root_members[] = {"graph", "devices", "options", NULL};
     if (!json_is_object(root)) {
-        partd_problem_add(d->pb, "", "the request must be a JSON object, not %s",
-                          json_type_name(root));
+        partd_problem_add(d->r.pb, "", "the request must be a JSON object, not %s",
+                          partd_json_type_name(root));
         return PARTD_EINVALID;
     }
     if (lim && lim->max_model_bytes) {
         uint64_t est = estimate_model_bytes(root);
         if (est > lim->max_model_bytes) {
-            partd_problem_set(d->pb, 422, "model-too-large", "Model too large",
+            partd_problem_set(d->r.pb, 422, "model-too-large", "Model too large",
                               "the decoded model would take about %llu bytes; this server "
                               "takes at most %llu (--max-model-bytes)",
                               (unsigned long long)est,
                               (unsigned long long)lim->max_model_bytes);
-            partd_problem_add(d->pb, "/graph/nodes", "about %llu bytes when decoded",
+            partd_problem_add(d->r.pb, "/graph/nodes", "about %llu bytes when decoded",
                               (unsigned long long)est);
             return PARTD_ETOOBIG;
         }
     }
-    check_members(d, root, "", root_members, 1);
+    partd_read_reject_unknown(&d->r, root, "", root_members, 1);
     json_t *graph = json_object_get(root, "graph");
     if (!graph)
         add(d, "/graph", "is required");
@@ -1384,7 +1151,7 @@ static int decode_root(decoder *d, json_t *root, const partd_decode_limits *lim)
     if (d->req->graph.n_nodes)
         link_graph(d);
     decode_options(d, json_object_get(root, "options"));
-    return d->pb->n_errors ? PARTD_EINVALID : PARTD_OK;
+    return d->r.pb->n_errors ? PARTD_EINVALID : PARTD_OK;
 }
 
 int partd_request_decode(const char *body, size_t len, const partd_decode_limits *lim,
@@ -1409,7 +1176,7 @@ int partd_request_decode(const char *body, size_t len, const partd_decode_limits
     partd_strtab_init(&req->strings);
     set_default_options(req);
     req->graph.output_node = PARTD_NONE;
-    decoder d = {.req = req, .pb = pb};
+    decoder d = {.req = req, .r = {.pb = pb, .strings = &req->strings}};
     int rc = decode_root(&d, root, lim);
     json_decref(root);
     if (rc == PARTD_OK && partd_request_hash(req, d.modules_canonical) != PARTD_OK)

@@ -1,0 +1,213 @@
+/*
+ * json_read.c - typed reading of request members; see json_read.h.
+ *
+ * Messages name what was expected and what was found ("must be an integer
+ * number of bytes, not a string"); the pointer names the member, so the
+ * message never repeats it.
+ */
+#include "json_read.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *partd_json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+void partd_read_reject_unknown(partd_reader *r, json_t *obj, const char *base,
+                               const char *const *allowed, int allow_meta)
+{
+    const char *key;
+    json_t *val;
+    char ptr[PARTD_POINTER_CAP];
+    json_object_foreach(obj, key, val) {
+        int known = 0;
+        for (const char *const *a = allowed; *a && !known; a++)
+            known = strcmp(*a, key) == 0;
+        if (known)
+            continue;
+        partd_pointer_member(ptr, base, key);
+        if (allow_meta && strcmp(key, "meta") == 0)
+            partd_read_object(r, val, ptr, NULL);
+        else
+            partd_problem_add(r->pb, ptr, "unknown member");
+    }
+}
+
+json_t *partd_read_required(partd_reader *r, json_t *obj, const char *base,
+                            const char *key, char *ptr)
+{
+    json_t *v = json_object_get(obj, key);
+    partd_pointer_member(ptr, base, key);
+    if (!v)
+        partd_problem_add(r->pb, ptr, "is required");
+    return v;
+}
+
+static int expect_type(partd_reader *r, json_t *v, const char *ptr, json_type type,
+                       const char *what)
+{
+    if (json_typeof(v) == type)
+        return 0;
+    partd_problem_add(r->pb, ptr, "must be %s, not %s", what, partd_json_type_name(v));
+    return -1;
+}
+
+int partd_read_object(partd_reader *r, json_t *v, const char *ptr, const char *what)
+{
+    return expect_type(r, v, ptr, JSON_OBJECT, what ? what : "an object");
+}
+
+int partd_read_array(partd_reader *r, json_t *v, const char *ptr, const char *what)
+{
+    return expect_type(r, v, ptr, JSON_ARRAY, what ? what : "an array");
+}
+
+const char *partd_read_string(partd_reader *r, json_t *v, const char *ptr)
+{
+    return expect_type(r, v, ptr, JSON_STRING, "a string") == 0 ? json_string_value(v)
+                                                                 : NULL;
+}
+
+uint32_t partd_read_name(partd_reader *r, json_t *v, const char *ptr)
+{
+    const char *s = partd_read_string(r, v, ptr);
+    if (!s)
+        return PARTD_STR_NONE;
+    size_t len = json_string_length(v);
+    if (len == 0) {
+        partd_problem_add(r->pb, ptr, "must not be empty");
+        return PARTD_STR_NONE;
+    }
+    if (len > PARTD_NAME_MAX_BYTES) {
+        partd_problem_add(r->pb, ptr, "is %zu bytes long; names are at most %d bytes",
+                          len, PARTD_NAME_MAX_BYTES);
+        return PARTD_STR_NONE;
+    }
+    /* The string table keeps NUL-terminated strings. */
+    if (memchr(s, '\0', len)) {
+        partd_problem_add(r->pb, ptr, "must not contain U+0000");
+        return PARTD_STR_NONE;
+    }
+    uint32_t id = partd_strtab_intern(r->strings, s, len);
+    if (id == PARTD_STR_NONE) {
+        r->oom = 1;
+        partd_problem_add(r->pb, ptr, "out of memory while storing the name");
+    }
+    return id;
+}
+
+/* A bound as the contract writes it: 2^53 rather than 9007199254740992. */
+static void bound_text(char *buf, size_t cap, int64_t x)
+{
+    if (x == PARTD_MAX_BYTES || x == -PARTD_MAX_BYTES)
+        snprintf(buf, cap, "%s2^53", x < 0 ? "-" : "");
+    else
+        snprintf(buf, cap, "%lld", (long long)x);
+}
+
+int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                     int64_t *out)
+{
+    /* A real is most likely a computed size that lost its integer type:
+     * show the value. */
+    if (json_is_real(v)) {
+        partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %.17g",
+                          json_real_value(v));
+        return -1;
+    }
+    if (!json_is_integer(v)) {
+        partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %s",
+                          partd_json_type_name(v));
+        return -1;
+    }
+    return partd_read_int(r, v, ptr, min, PARTD_MAX_BYTES, out);
+}
+
+int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                   int64_t max, int64_t *out)
+{
+    if (!json_is_integer(v)) {
+        partd_problem_add(r->pb, ptr, "must be an integer, not %s",
+                          partd_json_type_name(v));
+        return -1;
+    }
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > max) {
+        char lo[24], hi[24];
+        bound_text(lo, sizeof lo, min);
+        bound_text(hi, sizeof hi, max);
+        partd_problem_add(r->pb, ptr, "must be between %s and %s, not %lld", lo, hi,
+                          (long long)x);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
+                      int min_exclusive, double max, double *out)
+{
+    if (!json_is_number(v)) {
+        partd_problem_add(r->pb, ptr, "must be a number, not %s", partd_json_type_name(v));
+        return -1;
+    }
+    double x = json_number_value(v);
+    if (!isfinite(x)) {
+        partd_problem_add(r->pb, ptr, "must be a finite number");
+        return -1;
+    }
+    if (min_exclusive ? !(x > min) : !(x >= min)) {
+        partd_problem_add(r->pb, ptr, "must be %s %g, not %.17g",
+                          min_exclusive ? "greater than" : "at least", min, x);
+        return -1;
+    }
+    if (x > max) {
+        partd_problem_add(r->pb, ptr, "must be at most %g, not %.17g", max, x);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int partd_read_bool(partd_reader *r, json_t *v, const char *ptr, int *out)
+{
+    if (!json_is_boolean(v)) {
+        partd_problem_add(r->pb, ptr, "must be a boolean, not %s", partd_json_type_name(v));
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+int partd_read_enum(partd_reader *r, json_t *v, const char *ptr,
+                    const char *const *names, int *out)
+{
+    const char *s = partd_read_string(r, v, ptr);
+    if (!s)
+        return -1;
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], s) == 0) {
+            *out = i;
+            return 0;
+        }
+    char list[256] = "";
+    for (int i = 0; names[i]; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+    }
+    partd_problem_add(r->pb, ptr, "must be one of %s, not \"%.64s\"", list, s);
+    return -1;
+}

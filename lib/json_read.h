@@ -1,0 +1,121 @@
+/*
+ * json_read.h - typed reading of request members, with errors by JSON Pointer.
+ *
+ * The request decoder (decode.c) and the graph.modules decoder (modules.c)
+ * read their parsed jansson trees through these helpers, so that both check
+ * members the same way and word their errors the same way. The unit owns:
+ *   - building the JSON Pointer of a child member or index (no printf: the
+ *     decoder builds one for every member of every node);
+ *   - rejecting members outside an allowed list (`meta` optionally allowed);
+ *   - the English name of a JSON type, for "must be X, not <type>";
+ *   - typed value getters: objects, arrays, strings, names (interned),
+ *     byte counts, bounded integers, bounded finite numbers, booleans and
+ *     enumerations.
+ * What a member means, and what is required where, stays with the decoders.
+ *
+ * Errors: a getter that finds a bad value adds one error to the reader's
+ * problem, at the pointer it was given (the offending member), and returns
+ * -1 (or NULL / PARTD_STR_NONE as stated); on success it returns 0 and
+ * writes *out. Nothing is written to *out on failure. Interning a name can
+ * run out of memory: that is reported at the member too and sets `oom`, so a
+ * decoder that must answer ENOMEM instead can tell.
+ *
+ * Ownership: the reader borrows its problem and string table; nothing here
+ * allocates except the string table when a name is interned.
+ */
+#ifndef PARTD_JSON_READ_H
+#define PARTD_JSON_READ_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "problem.h"
+#include "strtab.h"
+
+/* Capacity of a pointer buffer: room for a path with a name of
+ * PARTD_NAME_MAX_BYTES in it; partd_pointer_append truncates anything
+ * longer rather than overflow. */
+#define PARTD_POINTER_CAP 1200
+/* Names (nodes, devices, modules, parameters) are at most this long. */
+#define PARTD_NAME_MAX_BYTES 1024
+/* Bytes are JSON integers up to 2^53, the largest every JSON reader keeps
+ * exact. */
+#define PARTD_MAX_BYTES (INT64_C(1) << 53)
+
+typedef struct partd_reader {
+    partd_problem *pb;      /* errors are added here */
+    partd_strtab *strings;  /* names are interned here */
+    int oom;                /* set once an allocation failed */
+} partd_reader;
+
+/* out = base + "/" + escaped(member), or base + "/" + i; out and base hold
+ * PARTD_POINTER_CAP bytes and may not overlap. Inline: these run for every
+ * member of every node. */
+static inline void partd_pointer_member(char *out, const char *base, const char *member)
+{
+    size_t n = strnlen(base, PARTD_POINTER_CAP - 1);
+    memcpy(out, base, n);
+    out[n] = '\0';
+    partd_pointer_append(out, PARTD_POINTER_CAP, member);
+}
+
+static inline void partd_pointer_index(char *out, const char *base, size_t i)
+{
+    size_t n = strnlen(base, PARTD_POINTER_CAP - 1);
+    memcpy(out, base, n);
+    out[n] = '\0';
+    partd_pointer_append_index(out, PARTD_POINTER_CAP, i);
+}
+
+/* "an object", "an array", "a string", "an integer", "a number",
+ * "a boolean", "null". */
+const char *partd_json_type_name(const json_t *v);
+
+/* Reports "unknown member" for each member of obj (at base) not in
+ * `allowed` (NULL-terminated). With allow_meta, a member `meta` is allowed
+ * too and must be an object (its content is never read). */
+void partd_read_reject_unknown(partd_reader *r, json_t *obj, const char *base,
+                               const char *const *allowed, int allow_meta);
+
+/* The member `key` of obj (at base); ptr receives its pointer either way
+ * (PARTD_POINTER_CAP bytes). NULL with "is required" reported when absent. */
+json_t *partd_read_required(partd_reader *r, json_t *obj, const char *base,
+                            const char *key, char *ptr);
+
+/* Type checks: 0, or -1 with "must be <what>, not <type>" reported. `what`
+ * NULL means "an object" / "an array"; a caller passes a longer phrase
+ * ("an array of node names") where that helps the client. */
+int partd_read_object(partd_reader *r, json_t *v, const char *ptr, const char *what);
+int partd_read_array(partd_reader *r, json_t *v, const char *ptr, const char *what);
+
+/* The string's bytes (NUL-terminated, json_string_length long), or NULL
+ * with an error. */
+const char *partd_read_string(partd_reader *r, json_t *v, const char *ptr);
+
+/* A name: a non-empty string of at most PARTD_NAME_MAX_BYTES bytes without
+ * U+0000, interned. Returns its id, or PARTD_STR_NONE with an error. */
+uint32_t partd_read_name(partd_reader *r, json_t *v, const char *ptr);
+
+/* A byte count: a JSON integer in [min, 2^53]; min may be -2^53 for a
+ * difference of two byte counts. */
+int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                     int64_t *out);
+
+/* A JSON integer in [min, max]. */
+int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                   int64_t max, int64_t *out);
+
+/* A finite number in [min, max], or (min, max] with min_exclusive. */
+int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
+                      int min_exclusive, double max, double *out);
+
+/* true or false, as 1 or 0. */
+int partd_read_bool(partd_reader *r, json_t *v, const char *ptr, int *out);
+
+/* One of `names` (NULL-terminated): *out is its index. */
+int partd_read_enum(partd_reader *r, json_t *v, const char *ptr,
+                    const char *const *names, int *out);
+
+#endif
