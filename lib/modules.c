@@ -5,32 +5,28 @@
  * Every violation is reported with a JSON Pointer under "/graph/modules" and
  * decoding goes on, so one answer lists every error (up to the problem cap).
  * The model is only built when no error was found. Allocation failure returns
- * PARTD_ENOMEM with whatever was decoded released.
+ * PARTD_ENOMEM with whatever was decoded released. Values are read with
+ * json_read.h, as the rest of the request is, so errors are worded alike.
  */
 #include "modules.h"
 
-#include <math.h>
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_read.h"
 #include "partd.h"
-
-#define PTR_CAP 512
-#define MAX_NAME_BYTES 1024
-#define MAX_SAFE_INT 9007199254740992LL /* 2^53: bytes are JSON integers up to this */
 
 /* The four order lists, in the order they are checked and reported. */
 static const char *const ORDER_KEYS[4] = {
     "fw_pre_order", "fw_post_order", "bw_pre_order", "bw_post_order"
 };
 
-typedef struct decoder {
-    partd_problem *problem;
-    partd_strtab *strings;
-    int oom;
-} decoder;
+/* All the decoder needs is the reader's: the problem, the string table and
+ * the out-of-memory flag. */
+typedef partd_reader decoder;
 
 static void report(decoder *d, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -42,129 +38,50 @@ static void report(decoder *d, const char *pointer, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    partd_problem_add(d->problem, pointer, "%s", msg);
+    partd_problem_add(d->pb, pointer, "%s", msg);
 }
 
-/* ptr + "/" + token, in a caller's buffer. */
-static const char *child(char *buf, const char *base, const char *token)
-{
-    snprintf(buf, PTR_CAP, "%s", base);
-    partd_pointer_append(buf, PTR_CAP, token);
-    return buf;
-}
+/* Every member of module_info is required: the getters below read the
+ * member `key` of obj (at base), reporting it when absent. */
 
-static const char *child_index(char *buf, const char *base, size_t index)
-{
-    snprintf(buf, PTR_CAP, "%s", base);
-    partd_pointer_append_index(buf, PTR_CAP, index);
-    return buf;
-}
-
-/* Rejects members not in `allowed` (NULL-terminated): the contract rejects
- * unknown members everywhere outside `meta`. */
-static void check_members(decoder *d, json_t *obj, const char *base,
-                          const char *const *allowed)
-{
-    const char *key;
-    json_t *value;
-    char ptr[PTR_CAP];
-    json_object_foreach(obj, key, value) {
-        int known = 0;
-        for (const char *const *a = allowed; *a && !known; a++)
-            known = strcmp(*a, key) == 0;
-        if (!known)
-            report(d, child(ptr, base, key), "unknown member \"%s\"", key);
-    }
-}
-
-static json_t *required(decoder *d, json_t *obj, const char *base,
-                        const char *key)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        char ptr[PTR_CAP];
-        report(d, child(ptr, base, key), "required member \"%s\" is missing", key);
-    }
-    return v;
-}
-
-/* A byte count: JSON integer in [0, 2^53], or in [-2^53, 2^53] for a
- * difference of two snapshots (`signed_delta`). */
 static int get_bytes(decoder *d, json_t *obj, const char *base, const char *key,
-                     int signed_delta, int64_t *out)
+                     int64_t min, int64_t *out)
 {
-    json_t *v = required(d, obj, base, key);
-    if (!v)
-        return -1;
-    char ptr[PTR_CAP];
-    child(ptr, base, key);
-    if (!json_is_integer(v)) {
-        report(d, ptr, "must be an integer number of bytes");
-        return -1;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < (signed_delta ? -MAX_SAFE_INT : 0) || x > MAX_SAFE_INT) {
-        report(d, ptr, "must be between %s and 2^53 bytes, got %lld",
-               signed_delta ? "-2^53" : "0", (long long)x);
-        return -1;
-    }
-    *out = (int64_t)x;
-    return 0;
+    char ptr[PARTD_POINTER_CAP];
+    json_t *v = partd_read_required(d, obj, base, key, ptr);
+    return v ? partd_read_bytes(d, v, ptr, min, out) : -1;
 }
 
-/* A number; `nonneg` also requires >= 0 (times). */
+/* A finite number; `nonneg` also requires >= 0 (times). */
 static int number_value(decoder *d, json_t *v, const char *ptr, int nonneg,
                         double *out)
 {
-    if (!json_is_number(v)) {
-        report(d, ptr, "must be a number");
-        return -1;
-    }
-    double x = json_number_value(v);
-    if (!isfinite(x) || (nonneg && x < 0)) {
-        report(d, ptr, nonneg ? "must be a finite number >= 0" : "must be finite");
-        return -1;
-    }
-    *out = x;
-    return 0;
+    return partd_read_number(d, v, ptr, nonneg ? 0 : -DBL_MAX, 0, DBL_MAX, out);
 }
 
 static int get_number(decoder *d, json_t *obj, const char *base, const char *key,
                       int nonneg, double *out)
 {
-    json_t *v = required(d, obj, base, key);
-    if (!v)
-        return -1;
-    char ptr[PTR_CAP];
-    return number_value(d, v, child(ptr, base, key), nonneg, out);
+    char ptr[PARTD_POINTER_CAP];
+    json_t *v = partd_read_required(d, obj, base, key, ptr);
+    return v ? number_value(d, v, ptr, nonneg, out) : -1;
 }
 
 static int get_bool(decoder *d, json_t *obj, const char *base, const char *key,
                     int *out)
 {
-    json_t *v = required(d, obj, base, key);
-    if (!v)
-        return -1;
-    if (!json_is_boolean(v)) {
-        char ptr[PTR_CAP];
-        report(d, child(ptr, base, key), "must be true or false");
-        return -1;
-    }
-    *out = json_is_true(v);
-    return 0;
+    char ptr[PARTD_POINTER_CAP];
+    json_t *v = partd_read_required(d, obj, base, key, ptr);
+    return v ? partd_read_bool(d, v, ptr, out) : -1;
 }
 
-/* An array member; NULL (reported) when missing or not an array. */
+/* An array member; NULL (reported) when missing or not an array. ptr
+ * receives its pointer. */
 static json_t *get_array(decoder *d, json_t *obj, const char *base,
-                         const char *key)
+                         const char *key, char *ptr)
 {
-    json_t *v = required(d, obj, base, key);
-    if (v && !json_is_array(v)) {
-        char ptr[PTR_CAP];
-        report(d, child(ptr, base, key), "must be an array");
-        return NULL;
-    }
-    return v;
+    json_t *v = partd_read_required(d, obj, base, key, ptr);
+    return v && partd_read_array(d, v, ptr, NULL) == 0 ? v : NULL;
 }
 
 /* A list of numbers into a new array (*out NULL for an empty list). */
@@ -173,7 +90,8 @@ static int get_numbers(decoder *d, json_t *obj, const char *base,
 {
     *out = NULL;
     *n = 0;
-    json_t *arr = get_array(d, obj, base, key);
+    char arr_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
+    json_t *arr = get_array(d, obj, base, key, arr_ptr);
     if (!arr)
         return -1;
     size_t len = json_array_size(arr);
@@ -184,38 +102,15 @@ static int get_numbers(decoder *d, json_t *obj, const char *base,
         d->oom = 1;
         return -1;
     }
-    char arr_ptr[PTR_CAP], ptr[PTR_CAP];
-    child(arr_ptr, base, key);
     int bad = 0;
-    for (size_t i = 0; i < len; i++)
-        if (number_value(d, json_array_get(arr, i),
-                         child_index(ptr, arr_ptr, i), nonneg, &xs[i]) < 0)
+    for (size_t i = 0; i < len; i++) {
+        partd_pointer_index(ptr, arr_ptr, i);
+        if (number_value(d, json_array_get(arr, i), ptr, nonneg, &xs[i]) < 0)
             bad = 1;
+    }
     *out = xs;
     *n = (uint32_t)len;
     return bad ? -1 : 0;
-}
-
-/* A name: non-empty UTF-8 string of at most 1024 bytes (jansson guarantees
- * UTF-8), interned. */
-static int name_value(decoder *d, json_t *v, const char *ptr, uint32_t *id)
-{
-    if (!json_is_string(v)) {
-        report(d, ptr, "must be a string");
-        return -1;
-    }
-    size_t len = json_string_length(v);
-    if (len == 0 || len > MAX_NAME_BYTES) {
-        report(d, ptr, "must be a non-empty string of at most %d bytes",
-               MAX_NAME_BYTES);
-        return -1;
-    }
-    *id = partd_strtab_intern(d->strings, json_string_value(v), len);
-    if (*id == PARTD_STR_NONE) {
-        d->oom = 1;
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- sac_stats ---------------------------------------------------------- */
@@ -254,7 +149,8 @@ static int get_index_list(decoder *d, json_t *obj, const char *base,
 {
     *out = NULL;
     *n = 0;
-    json_t *arr = get_array(d, obj, base, key);
+    char arr_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
+    json_t *arr = get_array(d, obj, base, key, arr_ptr);
     if (!arr)
         return -1;
     size_t len = json_array_size(arr);
@@ -265,13 +161,12 @@ static int get_index_list(decoder *d, json_t *obj, const char *base,
         d->oom = 1;
         return -1;
     }
-    char arr_ptr[PTR_CAP], ptr[PTR_CAP];
-    child(arr_ptr, base, key);
     int bad = 0;
-    for (size_t i = 0; i < len; i++)
-        if (op_index(d, json_array_get(arr, i), child_index(ptr, arr_ptr, i),
-                     n_ops, &xs[i]) < 0)
+    for (size_t i = 0; i < len; i++) {
+        partd_pointer_index(ptr, arr_ptr, i);
+        if (op_index(d, json_array_get(arr, i), ptr, n_ops, &xs[i]) < 0)
             bad = 1;
+    }
     *out = xs;
     *n = (uint32_t)len;
     return bad ? -1 : 0;
@@ -280,7 +175,8 @@ static int get_index_list(decoder *d, json_t *obj, const char *base,
 static int get_inplace_ops(decoder *d, json_t *obj, const char *base,
                            partd_sac_stats *s)
 {
-    json_t *arr = get_array(d, obj, base, "inplace_ops");
+    char arr_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP], ptr2[PARTD_POINTER_CAP];
+    json_t *arr = get_array(d, obj, base, "inplace_ops", arr_ptr);
     if (!arr)
         return -1;
     size_t len = json_array_size(arr);
@@ -293,22 +189,23 @@ static int get_inplace_ops(decoder *d, json_t *obj, const char *base,
         return -1;
     }
     s->n_inplace = (uint32_t)len;
-    char arr_ptr[PTR_CAP], ptr[PTR_CAP], ptr2[PTR_CAP];
-    child(arr_ptr, base, "inplace_ops");
     int bad = 0;
     for (size_t i = 0; i < len; i++) {
         json_t *pair = json_array_get(arr, i);
-        child_index(ptr, arr_ptr, i);
+        partd_pointer_index(ptr, arr_ptr, i);
         if (!json_is_array(pair) || json_array_size(pair) != 2) {
             report(d, ptr, "must be a pair [op, parent] of op indices");
             bad = 1;
             continue;
         }
-        if (op_index(d, json_array_get(pair, 0), child_index(ptr2, ptr, 0),
-                     s->n_ops, &s->inplace_op[i]) < 0 ||
-            op_index(d, json_array_get(pair, 1), child_index(ptr2, ptr, 1),
-                     s->n_ops, &s->inplace_parent[i]) < 0)
-            bad = 1;
+        uint32_t *dst[2] = { &s->inplace_op[i], &s->inplace_parent[i] };
+        for (size_t k = 0; k < 2; k++) {
+            partd_pointer_index(ptr2, ptr, k);
+            if (op_index(d, json_array_get(pair, k), ptr2, s->n_ops, dst[k]) < 0) {
+                bad = 1;
+                break;
+            }
+        }
     }
     return bad ? -1 : 0;
 }
@@ -321,7 +218,8 @@ static const char *const SAC_STATS_KEYS[] = {
 static int decode_func_names(decoder *d, json_t *obj, const char *base,
                              partd_sac_stats *s)
 {
-    json_t *names = get_array(d, obj, base, "func_names");
+    char arr_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
+    json_t *names = get_array(d, obj, base, "func_names", arr_ptr);
     if (!names)
         return -1;
     s->n_ops = (uint32_t)json_array_size(names);
@@ -332,18 +230,16 @@ static int decode_func_names(decoder *d, json_t *obj, const char *base,
         d->oom = 1;
         return -1;
     }
-    char arr_ptr[PTR_CAP], ptr[PTR_CAP];
-    child(arr_ptr, base, "func_names");
     int bad = 0;
     for (uint32_t i = 0; i < s->n_ops; i++) {
         json_t *v = json_array_get(names, i);
-        if (!json_is_string(v)) {
-            report(d, child_index(ptr, arr_ptr, i), "must be a string");
+        partd_pointer_index(ptr, arr_ptr, i);
+        const char *name = partd_read_string(d, v, ptr);
+        if (!name) {
             bad = 1;
             continue;
         }
-        s->func_names[i] = partd_strtab_intern(d->strings, json_string_value(v),
-                                               json_string_length(v));
+        s->func_names[i] = partd_strtab_intern(d->strings, name, json_string_length(v));
         if (s->func_names[i] == PARTD_STR_NONE) {
             d->oom = 1;
             return -1;
@@ -355,18 +251,18 @@ static int decode_func_names(decoder *d, json_t *obj, const char *base,
 static int decode_op_costs(decoder *d, json_t *obj, const char *base,
                            partd_sac_stats *s)
 {
-    char ptr[PTR_CAP], ptr2[PTR_CAP];
+    char ptr[PARTD_POINTER_CAP], ptr2[PARTD_POINTER_CAP];
     uint32_t n_rt = 0;
     int bad = get_numbers(d, obj, base, "runtimes", 1, &s->runtimes, &n_rt) < 0;
     if (!bad && n_rt != s->n_ops) {
-        report(d, child(ptr, base, "runtimes"),
-               "must have one entry per op of func_names (%u), got %u", s->n_ops, n_rt);
+        partd_pointer_member(ptr, base, "runtimes");
+        report(d, ptr, "must have one entry per op of func_names (%u), got %u", s->n_ops,
+               n_rt);
         bad = 1;
     }
-    json_t *mem = get_array(d, obj, base, "memory");
+    json_t *mem = get_array(d, obj, base, "memory", ptr);
     if (!mem)
         return -1;
-    child(ptr, base, "memory");
     if (json_array_size(mem) != s->n_ops) {
         report(d, ptr, "must have one entry per op of func_names (%u), got %zu",
                s->n_ops, json_array_size(mem));
@@ -380,15 +276,9 @@ static int decode_op_costs(decoder *d, json_t *obj, const char *base,
         }
     }
     for (uint32_t i = 0; i < s->n_ops; i++) {
-        json_t *v = json_array_get(mem, i);
-        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) > MAX_SAFE_INT) {
-            report(d, child_index(ptr2, ptr, i),
-                   "must be an integer number of bytes between 0 and 2^53");
+        partd_pointer_index(ptr2, ptr, i);
+        if (partd_read_bytes(d, json_array_get(mem, i), ptr2, 0, &s->memory[i]) < 0)
             bad = 1;
-            continue;
-        }
-        s->memory[i] = (int64_t)json_integer_value(v);
     }
     return bad ? -1 : 0;
 }
@@ -397,11 +287,9 @@ static int decode_sac_stats(decoder *d, json_t *obj, const char *base,
                             partd_sac_stats **out)
 {
     *out = NULL;
-    if (!json_is_object(obj)) {
-        report(d, base, "must be an object");
+    if (partd_read_object(d, obj, base, NULL) != 0)
         return -1;
-    }
-    check_members(d, obj, base, SAC_STATS_KEYS);
+    partd_read_reject_unknown(d, obj, base, SAC_STATS_KEYS, 0);
     partd_sac_stats *s = calloc(1, sizeof *s);
     if (!s) {
         d->oom = 1;
@@ -461,25 +349,24 @@ static int decode_byte_members(decoder *d, json_t *obj, const char *base,
         /* PyTorch computes act_grad_per_module as the temporary memory at
          * the backward peak minus that before the backward: it can be < 0. */
         bad |= get_bytes(d, obj, base, bytes[i].key,
-                         bytes[i].dst == &m->act_grad_per_module, bytes[i].dst) < 0;
+                         bytes[i].dst == &m->act_grad_per_module ? -PARTD_MAX_BYTES : 0,
+                         bytes[i].dst) < 0;
     return bad ? -1 : 0;
 }
 
 static int decode_segments(decoder *d, json_t *obj, const char *base,
                            partd_module *m)
 {
-    char ptr[PTR_CAP];
+    char ptr[PARTD_POINTER_CAP];
     int bad = 0;
-    json_t *ns = required(d, obj, base, "n_segments");
+    json_t *ns = partd_read_required(d, obj, base, "n_segments", ptr);
     int ns_ok = 0;
+    int64_t x;
     if (ns) {
-        if (!json_is_integer(ns) || json_integer_value(ns) < 0 ||
-            json_integer_value(ns) > 1000000) {
-            report(d, child(ptr, base, "n_segments"),
-                   "must be an integer between 0 and 1000000");
+        if (partd_read_int(d, ns, ptr, 0, 1000000, &x) < 0) {
             bad = 1;
         } else {
-            m->n_segments = (uint32_t)json_integer_value(ns);
+            m->n_segments = (uint32_t)x;
             ns_ok = 1;
         }
     }
@@ -490,8 +377,8 @@ static int decode_segments(decoder *d, json_t *obj, const char *base,
         if (get_numbers(d, obj, base, keys[k], 0, dst[k], &n) < 0) {
             bad = 1;
         } else if (ns_ok && n != m->n_segments) {
-            report(d, child(ptr, base, keys[k]),
-                   "must have n_segments (%u) entries, got %u", m->n_segments, n);
+            partd_pointer_member(ptr, base, keys[k]);
+            report(d, ptr, "must have n_segments (%u) entries, got %u", m->n_segments, n);
             bad = 1;
         }
     }
@@ -504,21 +391,17 @@ static int decode_segments(decoder *d, json_t *obj, const char *base,
  * values are numbers. Validated, not used by the planner. */
 static int check_tradeoff_curve(decoder *d, json_t *obj, const char *base)
 {
-    json_t *tc = required(d, obj, base, "tradeoff_curve");
-    if (!tc)
+    char tc_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
+    json_t *tc = partd_read_required(d, obj, base, "tradeoff_curve", tc_ptr);
+    if (!tc || partd_read_object(d, tc, tc_ptr, NULL) != 0)
         return -1;
-    char tc_ptr[PTR_CAP], ptr[PTR_CAP];
-    child(tc_ptr, base, "tradeoff_curve");
-    if (!json_is_object(tc)) {
-        report(d, tc_ptr, "must be an object");
-        return -1;
-    }
     const char *key;
     json_t *v;
     int bad = 0;
     json_object_foreach(tc, key, v) {
         double x;
-        if (number_value(d, v, child(ptr, tc_ptr, key), 0, &x) < 0)
+        partd_pointer_member(ptr, tc_ptr, key);
+        if (number_value(d, v, ptr, 0, &x) < 0)
             bad = 1;
     }
     return bad ? -1 : 0;
@@ -527,22 +410,15 @@ static int check_tradeoff_curve(decoder *d, json_t *obj, const char *base)
 static int decode_module(decoder *d, json_t *obj, const char *base,
                          partd_module *m)
 {
-    if (!json_is_object(obj)) {
-        report(d, base, "must be an object");
-        m->fqn = PARTD_STR_NONE;
-        return -1;
-    }
-    check_members(d, obj, base, MOD_STATS_KEYS);
-    char ptr[PTR_CAP];
-    int bad = 0;
-    json_t *fqn = required(d, obj, base, "fqn");
     m->fqn = PARTD_STR_NONE;
-    if (fqn && name_value(d, fqn, child(ptr, base, "fqn"), &m->fqn) < 0) {
-        m->fqn = PARTD_STR_NONE;
-        bad = 1;
-    } else if (!fqn) {
-        bad = 1;
-    }
+    if (partd_read_object(d, obj, base, NULL) != 0)
+        return -1;
+    partd_read_reject_unknown(d, obj, base, MOD_STATS_KEYS, 0);
+    char ptr[PARTD_POINTER_CAP];
+    json_t *fqn = partd_read_required(d, obj, base, "fqn", ptr);
+    if (fqn)
+        m->fqn = partd_read_name(d, fqn, ptr);
+    int bad = m->fqn == PARTD_STR_NONE;
     bad |= decode_byte_members(d, obj, base, m) < 0;
     bad |= get_number(d, obj, base, "fw_runtime_per_module", 1,
                       &m->fw_runtime_per_module) < 0;
@@ -553,9 +429,10 @@ static int decode_module(decoder *d, json_t *obj, const char *base,
     bad |= decode_segments(d, obj, base, m) < 0;
     bad |= check_tradeoff_curve(d, obj, base) < 0;
     json_t *ss = json_object_get(obj, "sac_stats");
-    if (ss && !json_is_null(ss))
-        bad |= decode_sac_stats(d, ss, child(ptr, base, "sac_stats"),
-                                &m->sac_stats) < 0;
+    if (ss && !json_is_null(ss)) {
+        partd_pointer_member(ptr, base, "sac_stats");
+        bad |= decode_sac_stats(d, ss, ptr, &m->sac_stats) < 0;
+    }
     return bad ? -1 : 0;
 }
 
@@ -610,11 +487,9 @@ static int decode_order(decoder *d, json_t *list, const char *ptr_list,
                         const partd_module *stats, uint32_t n,
                         const fqn_entry *map, uint32_t n_map, uint32_t *order)
 {
-    char ptr[PTR_CAP];
-    if (!json_is_array(list)) {
-        report(d, ptr_list, "must be an array of module fqns");
+    char ptr[PARTD_POINTER_CAP];
+    if (partd_read_array(d, list, ptr_list, "an array of module fqns") != 0)
         return -1;
-    }
     uint8_t *seen = calloc(n ? n : 1, 1);
     if (!seen) {
         d->oom = 1;
@@ -624,20 +499,18 @@ static int decode_order(decoder *d, json_t *list, const char *ptr_list,
     size_t len = json_array_size(list);
     for (size_t k = 0; k < len; k++) {
         json_t *v = json_array_get(list, k);
-        child_index(ptr, ptr_list, k);
-        if (!json_is_string(v)) {
-            report(d, ptr, "must be a string");
+        partd_pointer_index(ptr, ptr_list, k);
+        const char *fqn = partd_read_string(d, v, ptr);
+        if (!fqn) {
             bad = 1;
             continue;
         }
-        uint32_t i = lookup_text(d->strings, map, n_map, json_string_value(v),
-                                 json_string_length(v));
+        uint32_t i = lookup_text(d->strings, map, n_map, fqn, json_string_length(v));
         if (i == PARTD_NONE) {
-            report(d, ptr, "module \"%s\" is not in mod_stats", json_string_value(v));
+            report(d, ptr, "module \"%s\" is not in mod_stats", fqn);
             bad = 1;
         } else if (seen[i]) {
-            report(d, ptr, "module \"%s\" is listed more than once",
-                   json_string_value(v));
+            report(d, ptr, "module \"%s\" is listed more than once", fqn);
             bad = 1;
         } else {
             seen[i] = 1;
@@ -664,26 +537,20 @@ static int decode_orders(decoder *d, json_t *modules, const partd_module *stats,
                          uint32_t n, const fqn_entry *map, uint32_t n_map,
                          uint32_t *pre, uint32_t *post, uint32_t *scratch)
 {
-    const char *base = "/graph/modules/mod_order";
-    json_t *mo = required(d, modules, "/graph/modules", "mod_order");
-    if (!mo)
+    char base[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
+    json_t *mo = partd_read_required(d, modules, "/graph/modules", "mod_order", base);
+    if (!mo || partd_read_object(d, mo, base, NULL) != 0)
         return -1;
-    if (!json_is_object(mo)) {
-        report(d, base, "must be an object");
-        return -1;
-    }
-    check_members(d, mo, base, MOD_ORDER_KEYS);
+    partd_read_reject_unknown(d, mo, base, MOD_ORDER_KEYS, 0);
     int bad = 0;
-    char ptr[PTR_CAP];
     uint32_t *dst[4] = { pre, post, scratch, scratch };
     for (int k = 0; k < 4; k++) {
-        json_t *list = required(d, mo, base, ORDER_KEYS[k]);
+        json_t *list = partd_read_required(d, mo, base, ORDER_KEYS[k], ptr);
         if (!list) {
             bad = 1;
             continue;
         }
-        bad |= decode_order(d, list, child(ptr, base, ORDER_KEYS[k]), stats, n,
-                            map, n_map, dst[k]) < 0;
+        bad |= decode_order(d, list, ptr, stats, n, map, n_map, dst[k]) < 0;
     }
     return bad ? -1 : 0;
 }
@@ -700,7 +567,7 @@ static int build_map(decoder *d, const partd_module *stats, uint32_t n,
             map[m++] = (fqn_entry){ stats[i].fqn, i };
     qsort(map, m, sizeof *map, cmp_entry);
     int bad = 0;
-    char ptr[PTR_CAP];
+    char ptr[PARTD_POINTER_CAP];
     for (uint32_t k = 1; k < m; k++)
         if (map[k].fqn == map[k - 1].fqn) {
             uint32_t later = map[k].index > map[k - 1].index ? map[k].index
@@ -748,7 +615,7 @@ static int assemble(decoder *d, partd_module *stats, const fqn_entry *map,
         uint32_t p = find_parent(d->strings, map, n, out->mods[k].fqn);
         out->mods[k].parent = p == PARTD_NONE ? PARTD_NONE : pos_in_pre[p];
         if ((k == 0) != (out->mods[k].parent == PARTD_NONE)) {
-            char ptr[PTR_CAP];
+            char ptr[PARTD_POINTER_CAP];
             snprintf(ptr, sizeof ptr, "/graph/modules/mod_order/fw_pre_order/%u", k);
             report(d, ptr, k == 0
                        ? "the first module of fw_pre_order must be the root, "
@@ -768,17 +635,16 @@ static const char *const MODULES_KEYS[] = { "mod_order", "mod_stats", NULL };
 static int decode_all(decoder *d, json_t *modules, partd_modules *out)
 {
     const char *base = "/graph/modules";
-    if (!json_is_object(modules)) {
-        report(d, base, "must be an object with mod_order and mod_stats");
+    if (partd_read_object(d, modules, base, "an object with mod_order and mod_stats") != 0)
         return -1;
-    }
-    check_members(d, modules, base, MODULES_KEYS);
-    json_t *ms = get_array(d, modules, base, "mod_stats");
+    partd_read_reject_unknown(d, modules, base, MODULES_KEYS, 0);
+    char ms_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
+    json_t *ms = get_array(d, modules, base, "mod_stats", ms_ptr);
     if (!ms)
         return -1;
     uint32_t n = (uint32_t)json_array_size(ms);
     if (n == 0) {
-        report(d, "/graph/modules/mod_stats", "must list at least one module");
+        report(d, ms_ptr, "must list at least one module");
         return -1;
     }
     partd_module *stats = calloc(n, sizeof *stats);
@@ -790,11 +656,10 @@ static int decode_all(decoder *d, json_t *modules, partd_modules *out)
         goto done;
     }
     int bad = 0;
-    char ptr[PTR_CAP];
-    for (uint32_t i = 0; i < n && !d->oom; i++)
-        bad |= decode_module(d, json_array_get(ms, i),
-                             child_index(ptr, "/graph/modules/mod_stats", i),
-                             &stats[i]) < 0;
+    for (uint32_t i = 0; i < n && !d->oom; i++) {
+        partd_pointer_index(ptr, ms_ptr, i);
+        bad |= decode_module(d, json_array_get(ms, i), ptr, &stats[i]) < 0;
+    }
     uint32_t n_map = 0;
     if (d->oom)
         goto done;
@@ -824,7 +689,7 @@ int partd_modules_decode(json_t *modules, partd_strtab *strings,
     partd_modules *m = calloc(1, sizeof *m);
     if (!m)
         return PARTD_ENOMEM;
-    decoder d = { problem, strings, 0 };
+    decoder d = { .pb = problem, .strings = strings };
     uint32_t errors_before = problem->n_errors + problem->dropped;
     int rc = decode_all(&d, modules, m);
     if (d.oom) {

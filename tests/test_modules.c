@@ -210,10 +210,10 @@ static void test_missing_members(void **state)
     (void)state;
     json_t *m = valid_modules();
     json_object_del(m, "mod_order");
-    expect_error(m, "/graph/modules/mod_order", "missing");
+    expect_error(m, "/graph/modules/mod_order", "is required");
     m = valid_modules();
     json_object_del(m, "mod_stats");
-    expect_error(m, "/graph/modules/mod_stats", "missing");
+    expect_error(m, "/graph/modules/mod_stats", "is required");
     const char *keys[] = { "param_per_module", "act_total", "sac_runtime", "is_leaf",
                            "n_segments", "slopes", "intercepts", "breakpoints",
                            "tradeoff_curve", "fqn", "grad_total" };
@@ -223,25 +223,25 @@ static void test_missing_members(void **state)
         json_object_del(stat_of(m, "M.a"), keys[k]);
         char ptr[96];
         snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu/%s", idx, keys[k]);
-        expect_error(m, ptr, "missing");
+        expect_error(m, ptr, "is required");
     }
     m = valid_modules();
     json_object_del(json_object_get(m, "mod_order"), "bw_post_order");
-    expect_error(m, "/graph/modules/mod_order/bw_post_order", "missing");
+    expect_error(m, "/graph/modules/mod_order/bw_post_order", "is required");
 }
 
 static void test_types_and_ranges(void **state)
 {
     (void)state;
     struct { const char *key; json_t *(*make)(void); const char *needle; } cases[] = {
-        { "act_total", NULL, "integer" },
-        { "grad_total", NULL, "between" },
-        { "fw_runtime_per_module", NULL, ">= 0" },
-        { "sac_runtime", NULL, "number" },
-        { "is_leaf", NULL, "true or false" },
-        { "n_segments", NULL, "integer" },
-        { "tradeoff_curve", NULL, "object" },
-        { "slopes", NULL, "array" },
+        { "act_total", NULL, "must be an integer number of bytes, not 1.5" },
+        { "grad_total", NULL, "must be between 0 and 2^53, not -1" },
+        { "fw_runtime_per_module", NULL, "must be at least 0" },
+        { "sac_runtime", NULL, "must be a number, not a string" },
+        { "is_leaf", NULL, "must be a boolean, not an integer" },
+        { "n_segments", NULL, "must be an integer, not a number" },
+        { "tradeoff_curve", NULL, "must be an object, not an array" },
+        { "slopes", NULL, "must be an array, not an object" },
     };
     json_t *values[] = { json_real(1.5), json_integer(-1), json_real(-0.1),
                          json_string("x"), json_integer(1), json_real(2.5),
@@ -265,7 +265,7 @@ static void test_types_and_ranges(void **state)
     m = valid_modules();
     json_object_set_new(stat_of(m, "M.a"), "fqn", json_string(""));
     snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu/fqn", idx);
-    expect_error(m, ptr, "non-empty");
+    expect_error(m, ptr, "must not be empty");
     m = valid_modules();
     json_array_set_new(json_object_get(stat_of(m, "M.a"), "breakpoints"), 1,
                        json_string("x"));
@@ -367,9 +367,9 @@ static void test_sac_stats_errors(void **state)
         { "inplace_ops", "[[1, 5]]", "/inplace_ops/0/1", "op index" },
         { "runtimes", "[1,2]", "/runtimes", "one entry per op" },
         { "memory", "[1,2,3,4]", "/memory", "one entry per op" },
-        { "memory", "[1,-2,3]", "/memory/1", "bytes" },
-        { "runtimes", "[1,-2,3]", "/runtimes/1", ">= 0" },
-        { "force_store_random", "1", "/force_store_random", "true or false" },
+        { "memory", "[1,-2,3]", "/memory/1", "must be between 0 and 2^53, not -2" },
+        { "runtimes", "[1,-2,3]", "/runtimes/1", "must be at least 0" },
+        { "force_store_random", "1", "/force_store_random", "must be a boolean" },
         { "func_names", "[\"a\", 3, \"c\"]", "/func_names/1", "string" },
         { "extra", "1", "/extra", "unknown" },
     };
@@ -392,7 +392,7 @@ static void test_sac_stats_errors(void **state)
     json_object_set_new(stat_of(m, "M.b"), "sac_stats", ss);
     char ptr[128];
     snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu/sac_stats/inplace_ops", idx);
-    expect_error(m, ptr, "missing");
+    expect_error(m, ptr, "is required");
 }
 
 /* act_grad_per_module is a difference of snapshots in PyTorch: it may be
@@ -419,6 +419,23 @@ static void test_negative_act_grad(void **state)
     char ptr[96];
     snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu/act_fw_per_module", idx);
     expect_error(m, ptr, "between 0 and 2^53");
+    m = valid_modules();
+    json_object_set_new(stat_of(m, "M.a"), "act_grad_per_module",
+                        json_integer(-(INT64_C(1) << 53) - 1));
+    snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu/act_grad_per_module", idx);
+    expect_error(m, ptr, "must be between -2^53 and 2^53, not -9007199254740993");
+}
+
+/* An fqn is a name like a node's: the string table cannot hold U+0000. */
+static void test_fqn_nul(void **state)
+{
+    (void)state;
+    json_t *m = valid_modules();
+    size_t idx = stat_index(m, "M.a");
+    json_object_set_new(stat_of(m, "M.a"), "fqn", json_stringn("M.\0a", 4));
+    char ptr[96];
+    snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu/fqn", idx);
+    expect_error(m, ptr, "must not contain U+0000");
 }
 
 /* Every error is reported, not only the first. */
@@ -454,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_root_first),
         cmocka_unit_test(test_sac_stats_errors),
         cmocka_unit_test(test_negative_act_grad),
+        cmocka_unit_test(test_fqn_nul),
         cmocka_unit_test(test_reports_all_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
