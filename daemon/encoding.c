@@ -281,3 +281,153 @@ partd_coding partd_coding_negotiate(const char *accept_encoding, unsigned availa
     }
     return best;
 }
+
+/* ---- request bodies ------------------------------------------------------- */
+
+partd_coding partd_coding_parse(const char *content_encoding)
+{
+    if (!content_encoding)
+        return PARTD_CODING_IDENTITY;
+    const char *p = content_encoding;
+    while (is_ows(*p))
+        p++;
+    size_t n = strlen(p);
+    while (n && is_ows(p[n - 1]))
+        n--;
+    if (n == 0 || (n == 8 && strncasecmp(p, "identity", 8) == 0))
+        return PARTD_CODING_IDENTITY;
+    int coding = token_coding(p, n);
+    return coding == PARTD_CODING_GZIP || coding == PARTD_CODING_ZSTD ? (partd_coding)coding
+                                                                     : PARTD_CODING_NONE;
+}
+
+/* The decoded body as it grows: doubling, up to max + 1 bytes, so that one
+ * byte past the limit shows (and the NUL fits when it does not). */
+typedef struct sink {
+    char *data;
+    size_t len, cap, max;
+    partd_grow_fn grow;
+    void *grow_ctx;
+} sink;
+
+/* Room for at least one more byte. */
+static int sink_reserve(sink *s)
+{
+    if (s->len < s->cap)
+        return PARTD_OK;
+    if (s->cap > s->max)
+        return PARTD_ETOOBIG;
+    size_t cap = s->cap ? s->cap * 2 : 65536;
+    if (cap > s->max + 1 || cap < s->cap)
+        cap = s->max + 1;
+    if (s->grow && !s->grow(s->grow_ctx, cap))
+        return PARTD_ENOMEM;
+    char *p = realloc(s->data, cap);
+    if (!p)
+        return PARTD_ENOMEM;
+    s->data = p;
+    s->cap = cap;
+    return PARTD_OK;
+}
+
+/* One slice of output space, within zlib's 32-bit counters. */
+static uInt sink_room(const sink *s)
+{
+    size_t room = s->cap - s->len;
+    return room > (size_t)1 << 30 ? (uInt)1 << 30 : (uInt)room;
+}
+
+static int decode_gzip(const char *in, size_t len, sink *s)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, GZIP_WINDOW_BITS) != Z_OK)
+        return PARTD_ENOMEM;
+    const Bytef *next_in = (const Bytef *)in;
+    size_t in_left = len;
+    int rc = PARTD_OK, ended = 0;
+    while (rc == PARTD_OK) {
+        if (zs.avail_in == 0 && in_left) {
+            size_t n = in_left < ((size_t)1 << 30) ? in_left : (size_t)1 << 30;
+            zs.next_in = (Bytef *)next_in;
+            zs.avail_in = (uInt)n;
+            next_in += n;
+            in_left -= n;
+        }
+        if (ended && zs.avail_in == 0)
+            break; /* the last member ended with the input */
+        if ((rc = sink_reserve(s)) != PARTD_OK)
+            break;
+        zs.next_out = (Bytef *)s->data + s->len;
+        zs.avail_out = sink_room(s);
+        uInt before = zs.avail_out;
+        int z = inflate(&zs, Z_NO_FLUSH);
+        s->len += before - zs.avail_out;
+        ended = 0;
+        if (z == Z_STREAM_END) {
+            ended = 1;
+            if (zs.avail_in || in_left)
+                rc = inflateReset(&zs) == Z_OK ? PARTD_OK : PARTD_EMALFORMED;
+        } else if (z == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) {
+            rc = PARTD_EMALFORMED; /* truncated */
+        } else if (z == Z_MEM_ERROR) {
+            rc = PARTD_ENOMEM;
+        } else if (z != Z_OK && z != Z_BUF_ERROR) {
+            rc = PARTD_EMALFORMED;
+        }
+    }
+    inflateEnd(&zs);
+    return rc;
+}
+
+static int decode_zstd(const char *in, size_t len, sink *s)
+{
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    if (!dctx)
+        return PARTD_ENOMEM;
+    ZSTD_inBuffer input = {in, len, 0};
+    size_t last = 1; /* not at a frame's end yet */
+    int rc = PARTD_OK;
+    while (rc == PARTD_OK && (input.pos < input.size || last != 0)) {
+        if ((rc = sink_reserve(s)) != PARTD_OK)
+            break;
+        ZSTD_outBuffer output = {s->data + s->len, s->cap - s->len, 0};
+        size_t before_in = input.pos;
+        last = ZSTD_decompressStream(dctx, &output, &input);
+        s->len += output.pos;
+        if (ZSTD_isError(last))
+            rc = PARTD_EMALFORMED;
+        else if (last != 0 && input.pos == input.size && output.pos == 0 &&
+                 before_in == input.pos)
+            rc = PARTD_EMALFORMED; /* truncated: more input wanted, none left */
+    }
+    ZSTD_freeDCtx(dctx);
+    return rc;
+}
+
+int partd_decode(partd_coding coding, const char *in, size_t len, size_t max_out,
+                 partd_grow_fn grow, void *grow_ctx, partd_blob *out)
+{
+    out->data = NULL;
+    out->len = 0;
+    sink s = {NULL, 0, 0, max_out, grow, grow_ctx};
+    int rc;
+    if (coding == PARTD_CODING_GZIP)
+        rc = len ? decode_gzip(in, len, &s) : PARTD_EMALFORMED;
+    else if (coding == PARTD_CODING_ZSTD)
+        rc = len ? decode_zstd(in, len, &s) : PARTD_EMALFORMED;
+    else
+        rc = PARTD_EINTERNAL;
+    if (rc == PARTD_OK && s.len > s.max)
+        rc = PARTD_ETOOBIG;
+    if (rc == PARTD_OK && s.len == s.cap)
+        rc = sink_reserve(&s); /* room for the NUL */
+    if (rc != PARTD_OK) {
+        free(s.data);
+        return rc;
+    }
+    s.data[s.len] = '\0';
+    out->data = s.data;
+    out->len = s.len;
+    return PARTD_OK;
+}

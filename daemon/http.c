@@ -88,6 +88,7 @@ typedef struct req_ctx {
     uint64_t charged;          /* bytes counted in partd_http.inflight */
     int too_big;
     uint64_t discarded;
+    partd_coding body_coding;  /* the body's Content-Encoding */
 } req_ctx;
 
 /* ---- slow senders --------------------------------------------------------- */
@@ -959,6 +960,17 @@ static int first_call(struct MHD_Connection *c, req_ctx *rc, partd_http *h, cons
                                MHD_HTTP_HEADER_ACCEPT, CT_JSON);
         return 1;
     }
+    rc->body_coding = partd_coding_parse(
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING));
+    if (rc->body_coding == PARTD_CODING_NONE) {
+        /* RFC 9110 section 15.5.16: 415, saying which codings would do. */
+        *result = send_problem(c, rc, 415, "unsupported-content-encoding",
+                               "Unsupported content coding",
+                               "the body's Content-Encoding must be zstd, gzip or identity "
+                               "(one coding)",
+                               NULL, MHD_HTTP_HEADER_ACCEPT_ENCODING, "zstd, gzip");
+        return 1;
+    }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t declared = 0;
@@ -1016,6 +1028,66 @@ static int take_body(partd_http *h, req_ctx *rc, const char *data, size_t n)
     return 1;
 }
 
+/* The decoded body grows against --max-inflight-bytes like a plain one. */
+typedef struct body_growth {
+    partd_http *h;
+    req_ctx *rc;
+    size_t charged;
+} body_growth;
+
+static int charge_growth(void *ctx, size_t new_cap)
+{
+    body_growth *g = ctx;
+    if (new_cap <= g->charged)
+        return 1;
+    if (!charge(g->h, g->rc, new_cap - g->charged))
+        return 0;
+    g->charged = new_cap;
+    return 1;
+}
+
+/* Replaces a compressed body by its decoding, limited like a plain body by
+ * --max-body-bytes (a decompression bomb stops there). Returns 1 when an
+ * error answer was queued instead. */
+static int decode_body(struct MHD_Connection *c, req_ctx *rc, partd_http *h,
+                       enum MHD_Result *result)
+{
+    uint64_t max = h->svc->cfg->max_body_bytes;
+    uint64_t compressed_charge = rc->charged;
+    body_growth g = {h, rc, 0};
+    partd_blob plain;
+    int err = partd_decode(rc->body_coding, rc->body ? rc->body : "", rc->len, (size_t)max,
+                           charge_growth, &g, &plain);
+    char detail[160];
+    const char *coding = partd_coding_name(rc->body_coding);
+    switch (err) {
+    case PARTD_OK:
+        free(rc->body);
+        rc->body = plain.data;
+        rc->len = plain.len;
+        rc->cap = plain.len + 1;
+        atomic_fetch_sub(&h->inflight, compressed_charge);
+        rc->charged -= compressed_charge;
+        return 0;
+    case PARTD_ETOOBIG:
+        snprintf(detail, sizeof detail,
+                 "decoded from %s, the body is larger than %llu bytes (--max-body-bytes)", coding,
+                 (unsigned long long)max);
+        *result = send_problem(c, rc, 413, "body-too-large", "Body too large", detail, NULL,
+                               NULL, NULL);
+        return 1;
+    case PARTD_EMALFORMED:
+        snprintf(detail, sizeof detail,
+                 "the body is not a complete %s stream (Content-Encoding: %s)", coding, coding);
+        *result = send_problem(c, rc, 400, "undecodable-body", "Undecodable body", detail, NULL,
+                               NULL, NULL);
+        return 1;
+    default:
+        *result = send_busy(c, rc);
+        return 1;
+    }
+}
+
 static enum MHD_Result dispatch(struct MHD_Connection *c, req_ctx *rc, partd_http *h,
                                 const char *method)
 {
@@ -1031,7 +1103,14 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, req_ctx *rc, partd_htt
     case PARTD_ROUTE_METRICS:
         return handle_metrics(c, rc, svc);
     case PARTD_ROUTE_JOBS:
-        return strcmp(method, "POST") == 0 ? handle_submit(c, rc, svc) : handle_list(c, rc, svc);
+        if (strcmp(method, "POST") != 0)
+            return handle_list(c, rc, svc);
+        if (rc->body_coding != PARTD_CODING_IDENTITY && !rc->too_big) {
+            enum MHD_Result r;
+            if (decode_body(c, rc, h, &r))
+                return r;
+        }
+        return handle_submit(c, rc, svc);
     case PARTD_ROUTE_JOB:
         return is_delete ? handle_delete(c, rc, svc) : handle_get_job(c, rc, svc);
     case PARTD_ROUTE_JOB_RESULT:

@@ -139,6 +139,139 @@ static void test_incompressible_document_has_no_coded_forms(void **state)
     partd_blobs_free(empty);
 }
 
+/* ---- request bodies ---- */
+
+static partd_blob encoded(partd_coding coding, const partd_blob *doc)
+{
+    partd_blob z;
+    assert_int_equal(partd_encode(coding, doc->data, doc->len, &z), PARTD_OK);
+    return z;
+}
+
+static partd_blob concat(const partd_blob *a, const partd_blob *b)
+{
+    partd_blob c = {malloc(a->len + b->len), a->len + b->len};
+    memcpy(c.data, a->data, a->len);
+    memcpy(c.data + a->len, b->data, b->len);
+    return c;
+}
+
+static void test_bodies_decode_in_both_codings(void **state)
+{
+    (void)state;
+    partd_blob doc = json_like(30000);
+    for (int c = PARTD_CODING_ZSTD; c < PARTD_CODINGS; c++) {
+        partd_blob z = encoded((partd_coding)c, &doc), plain;
+        assert_int_equal(partd_decode((partd_coding)c, z.data, z.len, doc.len, NULL, NULL, &plain),
+                         PARTD_OK);
+        assert_int_equal(plain.len, doc.len);
+        assert_memory_equal(plain.data, doc.data, doc.len);
+        assert_int_equal(plain.data[plain.len], '\0');
+        free(plain.data);
+        /* Several gzip members or zstd frames decode to their concatenation. */
+        partd_blob twice = concat(&z, &z);
+        assert_int_equal(partd_decode((partd_coding)c, twice.data, twice.len, 2 * doc.len, NULL,
+                                      NULL, &plain),
+                         PARTD_OK);
+        assert_int_equal(plain.len, 2 * doc.len);
+        assert_memory_equal(plain.data + doc.len, doc.data, doc.len);
+        free(plain.data);
+        free(twice.data);
+        free(z.data);
+    }
+    free(doc.data);
+}
+
+/* A decompression bomb stops at the limit: one byte over is refused, the
+ * exact size is accepted. */
+static void test_decoding_stops_at_the_limit(void **state)
+{
+    (void)state;
+    size_t n = 8u << 20;
+    partd_blob zeros = {calloc(n, 1), n};
+    for (int c = PARTD_CODING_ZSTD; c < PARTD_CODINGS; c++) {
+        partd_blob z = encoded((partd_coding)c, &zeros), plain;
+        assert_true(z.len < n / 500);
+        assert_int_equal(partd_decode((partd_coding)c, z.data, z.len, n - 1, NULL, NULL, &plain),
+                         PARTD_ETOOBIG);
+        assert_null(plain.data);
+        assert_int_equal(partd_decode((partd_coding)c, z.data, z.len, 1 << 20, NULL, NULL,
+                                      &plain),
+                         PARTD_ETOOBIG);
+        assert_int_equal(partd_decode((partd_coding)c, z.data, z.len, n, NULL, NULL, &plain),
+                         PARTD_OK);
+        assert_int_equal(plain.len, n);
+        free(plain.data);
+        free(z.data);
+    }
+    free(zeros.data);
+}
+
+static int refuse_after_64k(void *ctx, size_t new_cap)
+{
+    ++*(int *)ctx;
+    return new_cap <= 65536;
+}
+
+static void test_broken_bodies_are_malformed(void **state)
+{
+    (void)state;
+    partd_blob doc = json_like(20000);
+    for (int c = PARTD_CODING_ZSTD; c < PARTD_CODINGS; c++) {
+        partd_blob z = encoded((partd_coding)c, &doc), plain;
+        /* truncated */
+        assert_int_equal(partd_decode((partd_coding)c, z.data, z.len - 9, doc.len, NULL, NULL,
+                                      &plain),
+                         PARTD_EMALFORMED);
+        assert_null(plain.data);
+        /* trailing junk */
+        char text[] = "{\"not\":\"compressed\"}";
+        partd_blob junk = {text, strlen(text)};
+        partd_blob tail = concat(&z, &junk);
+        assert_int_equal(partd_decode((partd_coding)c, tail.data, tail.len, 2 * doc.len, NULL,
+                                      NULL, &plain),
+                         PARTD_EMALFORMED);
+        free(tail.data);
+        /* plain JSON sent as if compressed, and nothing at all */
+        assert_int_equal(partd_decode((partd_coding)c, doc.data, doc.len, doc.len, NULL, NULL,
+                                      &plain),
+                         PARTD_EMALFORMED);
+        assert_int_equal(partd_decode((partd_coding)c, "", 0, doc.len, NULL, NULL, &plain),
+                         PARTD_EMALFORMED);
+        /* a flipped byte inside the data */
+        z.data[z.len / 2] ^= 0x55;
+        assert_int_equal(partd_decode((partd_coding)c, z.data, z.len, doc.len, NULL, NULL,
+                                      &plain),
+                         PARTD_EMALFORMED);
+        z.data[z.len / 2] ^= 0x55;
+        /* the caller's memory budget refuses to let the buffer grow */
+        int asked = 0;
+        assert_int_equal(partd_decode((partd_coding)c, z.data, z.len, doc.len, refuse_after_64k,
+                                      &asked, &plain),
+                         PARTD_ENOMEM);
+        assert_true(asked >= 2);
+        assert_null(plain.data);
+        free(z.data);
+    }
+    free(doc.data);
+}
+
+static void test_content_encoding_parse(void **state)
+{
+    (void)state;
+    assert_int_equal(partd_coding_parse(NULL), PARTD_CODING_IDENTITY);
+    assert_int_equal(partd_coding_parse(""), PARTD_CODING_IDENTITY);
+    assert_int_equal(partd_coding_parse(" Identity "), PARTD_CODING_IDENTITY);
+    assert_int_equal(partd_coding_parse("gzip"), PARTD_CODING_GZIP);
+    assert_int_equal(partd_coding_parse("X-GZIP"), PARTD_CODING_GZIP);
+    assert_int_equal(partd_coding_parse(" zstd\t"), PARTD_CODING_ZSTD);
+    assert_int_equal(partd_coding_parse("br"), PARTD_CODING_NONE);
+    assert_int_equal(partd_coding_parse("deflate"), PARTD_CODING_NONE);
+    assert_int_equal(partd_coding_parse("gzip, zstd"), PARTD_CODING_NONE);
+    assert_int_equal(partd_coding_parse("gzip;q=1"), PARTD_CODING_NONE);
+    assert_int_equal(partd_coding_parse("*"), PARTD_CODING_NONE);
+}
+
 #define ALL (1u << PARTD_CODING_IDENTITY | 1u << PARTD_CODING_ZSTD | 1u << PARTD_CODING_GZIP)
 #define PLAIN (1u << PARTD_CODING_IDENTITY)
 
@@ -198,6 +331,10 @@ int main(void)
         cmocka_unit_test(test_zstd_window_fits_http_clients),
         cmocka_unit_test(test_incompressible_document_has_no_coded_forms),
         cmocka_unit_test(test_negotiation),
+        cmocka_unit_test(test_bodies_decode_in_both_codings),
+        cmocka_unit_test(test_decoding_stops_at_the_limit),
+        cmocka_unit_test(test_broken_bodies_are_malformed),
+        cmocka_unit_test(test_content_encoding_parse),
     };
     return cmocka_run_group_tests_name("encoding", tests, NULL, NULL);
 }

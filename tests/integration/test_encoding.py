@@ -4,10 +4,15 @@ import gzip
 import json
 import re
 import subprocess
+import sys
 
 import pytest
 
 from conftest import chain_request, plan_offline
+from daemon_process import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import partd_client  # noqa: E402  (tools/ is not a package)
 
 
 def unzstd(data):
@@ -117,3 +122,86 @@ def test_coded_forms_are_stored_and_served_after_a_restart(make_daemon, tmp_path
         assert new.body == old.body and new.header("ETag") == old.header("ETag")
     assert gzip.decompress(before["gzip"].body) == plan_offline(doc, tmp_path)
     assert json.loads(unzstd(before["zstd"].body)) == json.loads(plan_offline(doc, tmp_path))
+
+
+# -- compressed request bodies -------------------------------------------------
+
+def zstd_compress(data):
+    out = subprocess.run(["zstd", "-q", "-c"], input=data, capture_output=True, check=True)
+    return out.stdout
+
+
+def post_coded(d, body, coding, **headers):
+    return d.post_job(body, headers={"Content-Encoding": coding, **headers})
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd", "x-gzip"])
+def test_compressed_body_is_the_same_request(daemon, tmp_path, coding):
+    doc = chain_request(200, seed=92)
+    plain = json.dumps(doc).encode()
+    body = zstd_compress(plain) if coding == "zstd" else gzip.compress(plain)
+    r = post_coded(daemon, body, coding)
+    assert r.status in (200, 202), r
+    job = r.json()
+    assert daemon.wait_job(job["id"])["status"] == "succeeded"
+    assert daemon.get(f"/v1/jobs/{job['id']}/result").body == plan_offline(doc, tmp_path)
+    # The same request uncompressed is the same plan: a cache hit.
+    again = daemon.post_job(plain)
+    assert again.status == 200 and again.json()["cache_key"] == job["cache_key"]
+
+
+def test_idempotency_compares_decoded_bodies(daemon):
+    plain = json.dumps(chain_request(50, seed=93)).encode()
+    first = post_coded(daemon, gzip.compress(plain), "gzip", **{"Idempotency-Key": "k-93"})
+    assert first.status in (200, 202)
+    retry = daemon.post_job(plain, headers={"Idempotency-Key": "k-93"})
+    assert retry.status in (200, 202) and retry.json()["id"] == first.json()["id"]
+
+
+def test_decompression_bomb_is_413(make_daemon):
+    d = make_daemon("--max-body-bytes", "100000")
+    bomb = gzip.compress(b" " * 50_000_000)
+    assert len(bomb) < 100_000
+    r = post_coded(d, bomb, "gzip")
+    assert r.status == 413
+    assert "--max-body-bytes" in r.json()["detail"] and "gzip" in r.json()["detail"]
+    # The daemon is unharmed and the limit is not off by one: a body of
+    # exactly the limit decodes.
+    doc = json.dumps(chain_request(5, seed=94)).encode()
+    exact = doc + b" " * (100_000 - len(doc))
+    ok = post_coded(d, zstd_compress(exact), "zstd")
+    assert ok.status in (200, 202), ok
+    over = post_coded(d, zstd_compress(exact + b" "), "zstd")
+    assert over.status == 413
+
+
+@pytest.mark.parametrize("coding, body", [
+    ("gzip", b"{\"not\": \"gzip\"}"),
+    ("zstd", b"\x28\xb5\x2f\xfd\x00\x00"),
+    ("gzip", gzip.compress(json.dumps(chain_request(20, seed=95)).encode())[:-12]),
+    ("gzip", b""),
+])
+def test_undecodable_body_is_400(daemon, coding, body):
+    r = post_coded(daemon, body, coding)
+    assert r.status == 400
+    problem = r.json()
+    assert problem["type"].endswith("undecodable-body") and coding in problem["detail"]
+
+
+@pytest.mark.parametrize("coding", ["br", "deflate", "gzip, gzip", "compress"])
+def test_unsupported_content_encoding_is_415(daemon, coding):
+    body = gzip.compress(json.dumps(chain_request(5, seed=96)).encode())
+    r = post_coded(daemon, body, coding)
+    assert r.status == 415
+    assert r.header("Accept-Encoding") == "zstd, gzip"
+    assert r.json()["type"].endswith("unsupported-content-encoding")
+
+
+def test_client_compresses_a_large_request_and_decodes_the_result(daemon, tmp_path):
+    doc = chain_request(12_000, seed=97, slack=50.0)
+    assert len(json.dumps(doc)) > partd_client.COMPRESS_BODY_BYTES
+    c = partd_client.Client(f"http://{daemon.host}:{daemon.port}")
+    job = c.wait(c.submit(doc), timeout=120)
+    # The body went out gzip-compressed (over COMPRESS_BODY_BYTES): a daemon
+    # that did not decode it would have answered 400.
+    assert c.result_bytes(job["id"]) == plan_offline(doc, tmp_path)

@@ -154,8 +154,10 @@ class Handler(BaseHTTPRequestHandler):
         if self.headers.get("Content-Type") != "application/json":
             return self._send(415, problem(415, "unsupported-media-type", "json only"))
         try:
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
             doc = json.loads(body)
-        except ValueError:
+        except (ValueError, OSError):
             return self._send(400, problem(400, "malformed", "not JSON"))
         if "devices" not in doc:
             return self._send(422, problem(422, "invalid-request", "1 error",
@@ -287,6 +289,22 @@ def test_an_answer_in_an_unrequested_coding_is_an_error(fake):
     job = c.wait(c.submit(REQUEST))
     with pytest.raises(pc.PartdError, match="unrequested coding 'zstd'"):
         c.result(job["id"])
+
+
+def test_large_requests_are_sent_gzip_compressed(fake):
+    state, url = fake(polls_to_finish=1)
+    c, _ = client(url)
+    small = dict(REQUEST)
+    c.submit(small)
+    big = dict(REQUEST, graph={"name": "x" * pc.COMPRESS_BODY_BYTES, "nodes": []})
+    c.submit(big)
+    posts = [h for m, path, h in state.requests if m == "POST"]
+    assert "Content-Encoding" not in posts[0]
+    assert posts[1]["Content-Encoding"] == "gzip"
+    sent_bytes = [int(h["Content-Length"]) for h in posts]
+    assert sent_bytes[1] < pc.COMPRESS_BODY_BYTES // 100
+    decoded = state.idempotency[posts[1]["Idempotency-Key"]][0]
+    assert json.loads(decoded) == big
 
 
 def test_every_submission_has_an_idempotency_key(fake):

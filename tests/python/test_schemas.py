@@ -147,7 +147,7 @@ def test_openapi_documents_the_headers(openapi):
     assert {"Location", "Retry-After"} <= set(post["responses"]["202"]["headers"])
     params = [p if "$ref" not in p else _resolve_pointer(openapi, p["$ref"][1:])
               for p in post["parameters"]]
-    assert [p["name"] for p in params] == ["Idempotency-Key"]
+    assert [p["name"] for p in params] == ["Idempotency-Key", "Content-Encoding"]
     result = openapi["paths"]["/v1/jobs/{id}/result"]["get"]
     assert {"ETag", "Content-Encoding", "Vary"} <= set(result["responses"]["200"]["headers"])
     assert {"ETag", "Vary"} <= set(result["responses"]["304"]["headers"])
