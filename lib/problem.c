@@ -86,6 +86,26 @@ int partd_problem_full(const partd_problem *p)
     return p->n_errors >= PARTD_PROBLEM_MAX_ERRORS;
 }
 
+/* A JSON string of s. Messages quote client input, and a quote cut short
+ * (jansson's parse error text, a pointer truncated at its buffer) can end
+ * inside a UTF-8 sequence, which json_string refuses: then the non-ASCII
+ * bytes become '?' rather than the member going missing. */
+static json_t *text_value(const char *s)
+{
+    json_t *v = json_string(s);
+    if (v)
+        return v;
+    char *ascii = strdup(s);
+    if (!ascii)
+        return NULL;
+    for (char *c = ascii; *c; c++)
+        if ((unsigned char)*c >= 0x80)
+            *c = '?';
+    v = json_string(ascii);
+    free(ascii);
+    return v;
+}
+
 char *partd_problem_to_json(const partd_problem *p, size_t *len)
 {
     json_t *doc = json_object();
@@ -95,14 +115,14 @@ char *partd_problem_to_json(const partd_problem *p, size_t *len)
         json_decref(errors);
         return NULL;
     }
-    json_object_set_new(doc, "type", json_string(p->type ? p->type : "about:blank"));
-    json_object_set_new(doc, "title", json_string(p->title ? p->title : "Error"));
+    json_object_set_new(doc, "type", text_value(p->type ? p->type : "about:blank"));
+    json_object_set_new(doc, "title", text_value(p->title ? p->title : "Error"));
     json_object_set_new(doc, "status", json_integer(p->status ? p->status : 500));
-    json_object_set_new(doc, "detail", json_string(p->detail ? p->detail : ""));
+    json_object_set_new(doc, "detail", text_value(p->detail ? p->detail : ""));
     for (uint32_t i = 0; i < p->n_errors; i++) {
         json_t *e = json_object();
-        json_object_set_new(e, "pointer", json_string(p->errors[i].pointer));
-        json_object_set_new(e, "message", json_string(p->errors[i].message));
+        json_object_set_new(e, "pointer", text_value(p->errors[i].pointer));
+        json_object_set_new(e, "message", text_value(p->errors[i].message));
         json_array_append_new(errors, e);
     }
     json_object_set_new(doc, "errors", errors);
