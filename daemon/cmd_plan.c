@@ -10,51 +10,12 @@
 #include "partd.h"
 #include "plan.h"
 #include "result.h"
+#include "util.h"
 
 #define EXIT_PLANNED 0
 #define EXIT_FAILURE_OTHER 1
 #define EXIT_INVALID 2
 #define EXIT_INFEASIBLE 3
-
-int partd_read_file(const char *path, char **buf, size_t *len)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return -1;
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        if (n == cap) {
-            char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                errno = ENOMEM;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                free(b);
-                b = NULL;
-            }
-            break;
-        }
-    }
-    int saved = errno;
-    if (f != stdin)
-        fclose(f);
-    errno = saved;
-    if (!b)
-        return -1;
-    *buf = b;
-    *len = n;
-    return 0;
-}
 
 static int write_all(const char *path, const char *data, size_t len)
 {
@@ -162,7 +123,7 @@ int partd_cmd_plan(int argc, char **argv)
     }
     char *body;
     size_t len;
-    if (partd_read_file(in, &body, &len) != 0) {
+    if (partd_read_file(in, SIZE_MAX, &body, &len) != PARTD_OK) {
         fprintf(stderr, "partd plan: cannot read %s: %s\n",
                 strcmp(in, "-") == 0 ? "standard input" : in, strerror(errno));
         return EXIT_FAILURE_OTHER;

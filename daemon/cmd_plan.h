@@ -14,7 +14,4 @@
 int partd_cmd_plan(int argc, char **argv);
 int partd_cmd_version(int argc, char **argv);
 
-/* Reads a whole file ("-" = stdin) into a malloc'd buffer. 0 or -1 (errno). */
-int partd_read_file(const char *path, char **buf, size_t *len);
-
 #endif

@@ -123,21 +123,25 @@ int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *ou
     }
 }
 
-int partd_encode_all(partd_blob *forms)
+/* Frees forms[from..PARTD_CODINGS) and marks them absent. */
+static void free_forms(partd_blob *forms, int from)
 {
-    const partd_blob *doc = &forms[PARTD_CODING_IDENTITY];
-    for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++) {
+    for (int c = from; c < PARTD_CODINGS; c++) {
         free(forms[c].data);
         forms[c].data = NULL;
         forms[c].len = 0;
+    }
+}
+
+int partd_encode_all(partd_blob *forms)
+{
+    const partd_blob *doc = &forms[PARTD_CODING_IDENTITY];
+    free_forms(forms, PARTD_CODING_IDENTITY + 1);
+    for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++) {
         partd_blob coded;
         int rc = partd_encode((partd_coding)c, doc->data, doc->len, &coded);
         if (rc != PARTD_OK) {
-            for (int k = PARTD_CODING_IDENTITY + 1; k < PARTD_CODINGS; k++) {
-                free(forms[k].data);
-                forms[k].data = NULL;
-                forms[k].len = 0;
-            }
+            free_forms(forms, PARTD_CODING_IDENTITY + 1);
             return rc;
         }
         if (coded.len < doc->len)
@@ -150,11 +154,7 @@ int partd_encode_all(partd_blob *forms)
 
 void partd_blobs_free(partd_blob *forms)
 {
-    for (int c = 0; c < PARTD_CODINGS; c++) {
-        free(forms[c].data);
-        forms[c].data = NULL;
-        forms[c].len = 0;
-    }
+    free_forms(forms, 0);
 }
 
 /* ---- Accept-Encoding ----------------------------------------------------- */

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "partd.h"
 #include "problem.h"
+#include "util.h"
 
 #ifndef PARTD_BUILD
 #define PARTD_BUILD "unknown"
@@ -1305,40 +1306,16 @@ static int open_listener(const char *listen_addr, char *bound, size_t bound_cap,
     return fd;
 }
 
-static char *read_file(const char *path, char *err, size_t cap)
+/* A PEM file for --tls-cert/--tls-key, NUL-terminated as libmicrohttpd
+ * wants it. */
+static char *read_pem(const char *path, char *err, size_t cap)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char *buf;
+    size_t len;
+    if (partd_read_file(path, (size_t)1 << 24, &buf, &len) != PARTD_OK) {
         snprintf(err, cap, "cannot read %s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t len = 0, size = 4096;
-    char *buf = malloc(size);
-    size_t n;
-    while (buf && (n = fread(buf + len, 1, size - len - 1, f)) > 0) {
-        len += n;
-        if (size - len - 1 == 0) {
-            if (size > ((size_t)1 << 24)) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            char *p = realloc(buf, size * 2);
-            if (!p) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = p;
-            size *= 2;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, cap, "cannot read %s: too large or out of memory", path);
-        return NULL;
-    }
-    buf[len] = '\0';
     return buf;
 }
 
@@ -1377,8 +1354,8 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
             *exit_code = 70;
             goto fail;
         }
-        h->tls_cert = read_file(cfg->tls_cert, err, cap);
-        h->tls_key = h->tls_cert ? read_file(cfg->tls_key, err, cap) : NULL;
+        h->tls_cert = read_pem(cfg->tls_cert, err, cap);
+        h->tls_key = h->tls_cert ? read_pem(cfg->tls_key, err, cap) : NULL;
         if (!h->tls_key) {
             *exit_code = 66;
             goto fail;

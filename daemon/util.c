@@ -51,6 +51,47 @@ int partd_id_valid(const char *s)
     return i == PARTD_ID_LEN;
 }
 
+int partd_read_file(const char *path, size_t max, char **buf, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return PARTD_EIO;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    int rc = b ? PARTD_OK : PARTD_ENOMEM;
+    while (rc == PARTD_OK) {
+        if (n + 1 == cap) { /* always room for the NUL */
+            char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(b, cap * 2);
+            if (!nb) {
+                rc = PARTD_ENOMEM;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t got = fread(b + n, 1, cap - n - 1, f);
+        n += got;
+        if (n > max)
+            rc = PARTD_ETOOBIG;
+        else if (got == 0 && ferror(f))
+            rc = PARTD_EIO;
+        else if (got == 0)
+            break;
+    }
+    int saved = rc == PARTD_ETOOBIG ? EFBIG : rc == PARTD_ENOMEM ? ENOMEM : errno;
+    if (f != stdin)
+        fclose(f);
+    if (rc != PARTD_OK) {
+        free(b);
+        errno = saved;
+        return rc;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return PARTD_OK;
+}
+
 int64_t partd_now_ms(void)
 {
     struct timespec ts;

@@ -21,6 +21,12 @@ int partd_id_new(char out[PARTD_ID_LEN + 1]);
 /* 1 when s is exactly 32 lowercase hex digits. */
 int partd_id_valid(const char *s);
 
+/* Reads a whole file ("-" = standard input) into a new malloc'd buffer,
+ * NUL-terminated after its *len bytes (caller frees). PARTD_OK; PARTD_EIO
+ * when it cannot be opened or read, PARTD_ETOOBIG past max bytes,
+ * PARTD_ENOMEM; errno says why in every case (EFBIG past max). */
+int partd_read_file(const char *path, size_t max, char **buf, size_t *len);
+
 /* Milliseconds since the Unix epoch (CLOCK_REALTIME). */
 int64_t partd_now_ms(void);
 

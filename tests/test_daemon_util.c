@@ -1,9 +1,11 @@
 /* test_daemon_util.c - the daemon's small units: ids, times, secret
  * comparison, number parsing, the hash map, settings (flags over
  * environment over defaults), the job document and the metrics text. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -44,6 +46,30 @@ static void test_secret_equal(void **state)
     assert_false(partd_secret_equal("abc", 3, "abd", 3));
     assert_false(partd_secret_equal("abc", 3, "abcd", 4));
     assert_false(partd_secret_equal("", 0, "a", 1));
+}
+
+static void test_read_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/partd-read-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    for (int i = 0; i < 100000; i++)
+        fputc('a' + i % 26, f);
+    fclose(f);
+    char *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(partd_read_file(path, 100000, &buf, &len), PARTD_OK);
+    assert_int_equal(len, 100000);
+    assert_int_equal(buf[99999], 'a' + 99999 % 26);
+    assert_int_equal(buf[len], '\0');
+    free(buf);
+    assert_int_equal(partd_read_file(path, 99999, &buf, &len), PARTD_ETOOBIG);
+    assert_int_equal(errno, EFBIG);
+    unlink(path);
+    assert_int_equal(partd_read_file(path, 100000, &buf, &len), PARTD_EIO);
+    assert_int_equal(errno, ENOENT);
 }
 
 static void test_parse_u64(void **state)
@@ -208,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_ids_are_random_hex),
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_secret_equal),
+        cmocka_unit_test(test_read_file),
         cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_map),
         cmocka_unit_test(test_config_precedence_and_errors),

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "partd.h"
+#include "util.h"
 #include "result.h"
 
 /* The targets are test code shared with the fuzz drivers; the Makefile links
@@ -28,31 +29,6 @@
 #include "fuzz/targets.c"
 
 typedef const char *(*target_fn)(const uint8_t *data, size_t size);
-
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, n = 0, got;
-    unsigned char *p = malloc(cap);
-    while (p && (got = fread(p + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            unsigned char *q = realloc(p, cap * 2);
-            if (!q) {
-                free(p);
-                p = NULL;
-                break;
-            }
-            p = q;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    *len = n;
-    return p;
-}
 
 static int by_name(const void *a, const void *b)
 {
@@ -88,9 +64,9 @@ static unsigned replay_dir(const char *dir, target_fn target)
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         size_t len = 0;
-        unsigned char *data = read_all(path, &len);
-        assert_non_null(data);
-        const char *bad = target(data, len);
+        char *data = NULL;
+        assert_int_equal(partd_read_file(path, SIZE_MAX, &data, &len), PARTD_OK);
+        const char *bad = target((const uint8_t *)data, len);
         if (bad)
             fprintf(stderr, "%s: %s\n", path, bad);
         assert_null(bad);
