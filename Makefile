@@ -30,7 +30,7 @@ override LDFLAGS += $(SANFLAGS)
 
 LIB_SRC    := $(sort $(wildcard lib/*.c))
 DAEMON_SRC := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c)))
-TEST_SRC   := $(sort $(wildcard tests/test_*.c))
+TEST_SRC   := $(sort $(wildcard tests/lib/test_*.c tests/daemon/test_*.c tests/fuzz/test_*.c))
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 BENCH_SUPPORT_SRC := $(sort $(wildcard bench/support/*.c))
@@ -91,7 +91,9 @@ deps:
 	apt-get update
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_PACKAGES)
 
-# Unit tests: every tests/test_*.c is one cmocka binary, run from the tree root.
+# Unit tests: every tests/{lib,daemon}/test_<unit>.c (and the fuzz regression
+# replay, tests/fuzz/test_regressions.c) is one cmocka binary, run from the
+# tree root.
 unit-test: $(TEST_BIN) $(PARTD)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; PARTD_BIN=$(abspath $(PARTD)) $$t; done
 

@@ -12,7 +12,7 @@ The files named by a SHA-1 (no extension) are not written here: they are
 what libFuzzer's -merge=1 kept from ten-minute campaigns of each driver (the
 inputs that reach coverage the named seeds do not); they stay in the tree
 so that fuzz-smoke starts from that coverage and the replay test
-(tests/test_regressions.c) runs them on every `make test`.
+(tests/fuzz/test_regressions.c) runs them on every `make test`.
 
 Deterministic: running it again rewrites the same files. Usage:
     /usr/bin/python3 tests/fuzz/make_corpus.py

@@ -17,7 +17,7 @@
  *
  * Both return NULL when every invariant held, otherwise a static sentence
  * naming the one that broke. The libFuzzer drivers (fuzz_*.c) turn a broken
- * invariant into a crash; tests/test_regressions.c replays the corpus and
+ * invariant into a crash; tests/fuzz/test_regressions.c replays the corpus and
  * fails the test instead. Sanitizers catch the memory errors themselves.
  */
 #ifndef PARTD_FUZZ_TARGETS_H

@@ -25,8 +25,8 @@
 
 /* The targets are test code shared with the fuzz drivers; the Makefile links
  * only tests/support/ into tests, so they are compiled in here. */
-#include "fuzz/http_harness.c"
-#include "fuzz/targets.c"
+#include "http_harness.c"
+#include "targets.c"
 
 typedef const char *(*target_fn)(const uint8_t *data, size_t size);
 
