@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "output.h"
 #include "partd.h"
 #include "plan.h"
 #include "result.h"
@@ -16,29 +17,6 @@
 #define EXIT_FAILURE_OTHER 1
 #define EXIT_INVALID 2
 #define EXIT_INFEASIBLE 3
-
-static int write_all(const char *path, const char *data, size_t len)
-{
-    if (!path) {
-        return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -1;
-    }
-    /* Write beside the target and rename, so a reader never sees half a result. */
-    size_t tl = strlen(path) + 16;
-    char *tmp = malloc(tl);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, tl, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(data, 1, len, f) == len;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    if (ok && rename(tmp, path) != 0)
-        ok = 0;
-    if (!ok)
-        remove(tmp);
-    free(tmp);
-    return ok ? 0 : -1;
-}
 
 static void print_problem(const partd_problem *pb)
 {
@@ -87,7 +65,7 @@ static int plan_buffer(const char *body, size_t len, const char *out_path)
         if (!result) {
             fprintf(stderr, "partd plan: out of memory writing the result\n");
             rc = PARTD_ENOMEM;
-        } else if (write_all(out_path, result, rlen) != 0) {
+        } else if (partd_write_output(out_path, result, rlen) != PARTD_OK) {
             fprintf(stderr, "partd plan: cannot write %s: %s\n", out_path ? out_path : "stdout",
                     strerror(errno));
             rc = PARTD_EIO;

@@ -120,3 +120,54 @@ def test_readme_requests_plan():
     for text in requests:
         r = run(["plan"], stdin=text.encode())
         assert r.returncode == 0, r.stderr
+
+
+# -- -o never replaces what is not a regular file -------------------------------
+
+def test_output_into_a_fifo_writes_into_it_and_keeps_it(request_file, tmp_path):
+    import stat
+    import threading
+    fifo = tmp_path / "result.fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    r = run(["plan", str(request_file), "-o", str(fifo)])
+    reader.join(timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO, not a regular file
+    assert json.loads(got[0])["mode"] == "size_based"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["request.json", "result.fifo"]
+
+
+def test_output_into_dev_null_leaves_the_device(request_file):
+    import stat
+    before = os.stat("/dev/null")
+    r = run(["plan", str(request_file), "-o", "/dev/null"])
+    assert r.returncode == 0, r.stderr
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_output_through_a_symlink_replaces_its_target(request_file, tmp_path):
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    r = run(["plan", str(request_file), "-o", str(link)])
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink()
+    assert json.loads(target.read_text())["mode"] == "size_based"
+    assert (target.stat().st_mode & 0o777) == 0o640  # the file keeps its mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "request.json",
+                                                          "target.json"]
+
+
+def test_output_that_cannot_be_written_is_exit_1_and_leaves_nothing(request_file, tmp_path):
+    r = run(["plan", str(request_file), "-o", str(tmp_path / "missing-dir" / "out.json")])
+    assert r.returncode == 1
+    assert b"cannot write" in r.stderr
+    r = run(["plan", str(request_file), "-o", str(tmp_path)])  # a directory
+    assert r.returncode == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["request.json"]
