@@ -1,6 +1,7 @@
 /*
  * healthcheck.c - `partd healthcheck [--url URL] [--timeout-ms N]`: exit 0
- * when GET URL answers 200 (for Docker's HEALTHCHECK). A plain socket, no
+ * when GET URL answers 200 (for Docker's HEALTHCHECK). A base URL
+ * (http://HOST:PORT or one whose path ends in '/') checks its /livez. A plain socket, no
  * HTTP library: the check must work in a minimal image. Only http:// URLs.
  * The default URL comes from PARTD_LISTEN (as `partd serve` would use it),
  * else http://127.0.0.1:8080/livez.
@@ -65,7 +66,12 @@ static int parse_url(const char *url, url_parts *u)
     } else {
         return -1;
     }
-    snprintf(u->path, sizeof u->path, "%s", *path ? path : "/");
+    /* A base URL (no path, or one ending in '/') means its /livez. */
+    size_t plen = strlen(path);
+    const char *livez = plen == 0 || path[plen - 1] == '/' ? "livez" : "";
+    if (plen + strlen(livez) + 1 >= sizeof u->path)
+        return -1;
+    snprintf(u->path, sizeof u->path, "%s%s%s", plen ? "" : "/", path, livez);
     return 0;
 }
 
@@ -173,6 +179,7 @@ int partd_healthcheck_main(int argc, char **argv)
             printf("usage: partd healthcheck [--url URL] [--timeout-ms N]\n"
                    "  exit 0 when GET URL answers 200, else 1.\n"
                    "  URL default: http://$PARTD_LISTEN/livez or http://127.0.0.1:8080/livez;\n"
+                   "  A base URL (http://HOST:PORT, or a path ending in /) checks its /livez.\n"
                    "  http:// only. --timeout-ms default 5000.\n");
             return HC_OK;
         } else {
