@@ -1,145 +1,22 @@
-"""Fixtures for the daemon's integration tests.
+"""Fixtures and request documents of the daemon's integration tests.
 
-Every test talks to the real `partd serve` binary (env PARTD_BIN, default
-build/partd) on a free loopback port (the daemon binds port 0 and logs the
-address it got) with a temporary data directory, over Python's http.client.
+Every test talks to the real `partd serve` binary through the one daemon
+fixture of the Python tests, `make_daemon` (tests/support/partd_daemon.py):
+a free loopback port, a temporary data directory, Python's http.client.
 Synchronisation is by polling the API, never by sleeping a fixed time.
 """
-import http.client
 import json
+import pathlib
 import random
-import re
-import signal
 import subprocess
-import time
+import sys
 
 import pytest
 
-from daemon_process import PARTD_BIN, START_TIMEOUT_S, DaemonProcess
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 
-
-class Response:
-    def __init__(self, status, headers, body):
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-    def json(self):
-        return json.loads(self.body)
-
-    def header(self, name):
-        for k, v in self.headers:
-            if k.lower() == name.lower():
-                return v
-        return None
-
-    def __repr__(self):
-        return f"<Response {self.status} {self.body[:300]!r}>"
-
-
-class Daemon(DaemonProcess):
-    """One `partd serve` process with the API helpers of these tests."""
-
-    def __init__(self, data_dir, args=(), env=None):
-        super().__init__(data_dir, args, env)
-        self.token = None
-
-    # -- process ---------------------------------------------------------
-    def start(self, expect_exit=False):
-        ready = self._launch()
-        if expect_exit:
-            self.proc.wait(timeout=START_TIMEOUT_S)
-            self._reader.join(timeout=5)
-            return self.proc.returncode
-        self._wait_listening(ready)
-        return None
-
-    def wait_log(self, pattern, timeout=30):
-        """Waits for a log line matching the regex (request lines are written
-        after the answer is sent, so they may trail the client)."""
-        deadline = time.monotonic() + timeout
-        rx = re.compile(pattern)
-        while True:
-            for line in list(self.lines):
-                if rx.search(line):
-                    return line
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no log line matches {pattern!r}:\n{self.log()}")
-            time.sleep(0.01)
-
-    # -- HTTP --------------------------------------------------------------
-    def conn(self, timeout=60):
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-
-    def request(self, method, path, body=None, headers=None, auth=True, timeout=120):
-        hdrs = dict(headers or {})
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body).encode()
-            hdrs.setdefault("Content-Type", "application/json")
-        if isinstance(body, str):
-            body = body.encode()
-        if auth and self.token and "Authorization" not in hdrs:
-            hdrs["Authorization"] = "Bearer " + self.token
-        c = self.conn(timeout)
-        try:
-            c.request(method, path, body=body, headers=hdrs)
-            r = c.getresponse()
-            return Response(r.status, r.getheaders(), r.read())
-        finally:
-            c.close()
-
-    def get(self, path, **kw):
-        return self.request("GET", path, **kw)
-
-    def post_job(self, doc, headers=None):
-        body = doc if isinstance(doc, (bytes, str)) else json.dumps(doc).encode()
-        hdrs = {"Content-Type": "application/json"}
-        hdrs.update(headers or {})
-        return self.request("POST", "/v1/jobs", body=body, headers=hdrs)
-
-    def wait_job(self, job_id, statuses=("succeeded", "failed", "cancelled"), timeout=300):
-        """Polls the job until its status is one of `statuses`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            r = self.get(f"/v1/jobs/{job_id}")
-            assert r.status == 200, r
-            job = r.json()
-            if job["status"] in statuses:
-                return job
-            if time.monotonic() > deadline:
-                raise AssertionError(f"job {job_id} stuck in {job['status']}")
-            time.sleep(0.005)  # polling interval, not synchronisation
-
-    def metric(self, name, labels=None):
-        text = self.get("/metrics").body.decode()
-        want = name + ("{" + labels + "}" if labels else "")
-        for line in text.splitlines():
-            if line.startswith(want + " "):
-                return float(line.split()[-1])
-        return None
-
-
-@pytest.fixture
-def make_daemon(tmp_path):
-    """Factory: make_daemon(*args, env=None, data_dir=None) -> started Daemon."""
-    started = []
-
-    def make(*args, env=None, data_dir=None, start=True):
-        d = Daemon(data_dir or (tmp_path / f"data{len(started)}"), args, env)
-        started.append(d)
-        if start:
-            d.start()
-        return d
-
-    yield make
-    for d in started:
-        if d.proc and d.proc.poll() is None:
-            d.stop(signal.SIGKILL)
-
-
-@pytest.fixture
-def daemon(make_daemon):
-    return make_daemon()
+from partd_daemon import (PARTD_BIN, ROOT, Daemon, daemon, make_daemon,  # noqa: E402,F401
+                          wait_until)
 
 
 # -- request documents --------------------------------------------------------

@@ -58,6 +58,8 @@ def test_resubmission_with_shuffled_members_is_a_cache_hit(daemon, tmp_path):
     assert r.status == 200, r
     job = r.json()
     assert job["cached"] is True and job["status"] == "succeeded"
+    assert r.header("Location") is None  # final already: links.self names it (api/openapi.yaml)
+    assert job["links"]["self"] == f"/v1/jobs/{job['id']}"
     assert job["id"] != first["id"]
     assert job["cache_key"] == first["cache_key"]
     assert daemon.metric("partd_cache_hits_total") == hits + 1

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import chain_request, plan_offline
-from daemon_process import ROOT
+from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import partd_client  # noqa: E402  (tools/ is not a package)

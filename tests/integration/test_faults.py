@@ -24,7 +24,7 @@ import subprocess
 
 import pytest
 
-from hardening_support import PARTD_BIN, chain_request, start_daemon, wait_until  # noqa: F401
+from hardening_support import PARTD_BIN, chain_request, wait_until  # noqa: F401
 
 STORE_PROBLEM = "store-unavailable"
 
@@ -158,10 +158,10 @@ def readyz_reason(d):
     return r.status == 503 and r.json()["detail"]
 
 
-def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, start_daemon,
+def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, make_daemon,
                                                                     tmp_path):
     data = tmpfs / "data"
-    d = start_daemon("--workers", "1", data_dir=data)
+    d = make_daemon("--workers", "1", data_dir=data)
     stored, stored_result = submit_stored_job(d)
 
     # Two big-result jobs; with one worker the second waits for the first.
@@ -210,9 +210,9 @@ def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, start
             assert job["error"]["type"].endswith(STORE_PROBLEM)
 
 
-def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, start_daemon, tmp_path):
+def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, make_daemon, tmp_path):
     data = ext4.path / "data"
-    d = start_daemon("--workers", "1", data_dir=data)
+    d = make_daemon("--workers", "1", data_dir=data)
     stored, stored_result = submit_stored_job(d)
     doc = fanin_request(5000, 256, 3)
     r = d.post_job(doc)
@@ -244,9 +244,9 @@ def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, start_daemon, 
     assert result.body == plan_offline(doc, tmp_path)
 
 
-def test_kill9_while_a_result_is_written_leaves_a_consistent_store(start_daemon, tmp_path):
+def test_kill9_while_a_result_is_written_leaves_a_consistent_store(make_daemon, tmp_path):
     data = tmp_path / "data"
-    d = start_daemon("--workers", "1", data_dir=data)
+    d = make_daemon("--workers", "1", data_dir=data)
     stored, stored_result = submit_stored_job(d)
     wal = data / "partd.db-wal"
     outcomes = []

@@ -1,7 +1,7 @@
 """Hostile clients against the real daemon: slow senders, connection floods,
 lying framing, pathological JSON, and the memory the daemon keeps after them.
 
-Every wait is a bounded poll (hardening_support.wait_until); the only sleeps
+Every wait is a bounded poll (partd_daemon.wait_until); the only sleeps
 are the slow senders' own one-byte-a-second pacing, which is the stimulus.
 Only loopback addresses are used (127.0.0.2 plays a second client address).
 """
@@ -11,7 +11,7 @@ import socket
 import threading
 import time
 
-from hardening_support import PARTD_BIN, chain_request, start_daemon, wait_until  # noqa: F401
+from hardening_support import PARTD_BIN, chain_request, wait_until  # noqa: F401
 
 JSON = {"Content-Type": "application/json"}
 
@@ -88,8 +88,8 @@ class SlowSender(threading.Thread):
         self.sock.close()
 
 
-def test_slow_headers_and_slow_bodies_are_cut_off_while_others_are_served(start_daemon):
-    d = start_daemon("--header-timeout-s", "2", "--request-timeout-s", "3",
+def test_slow_headers_and_slow_bodies_are_cut_off_while_others_are_served(make_daemon):
+    d = make_daemon("--header-timeout-s", "2", "--request-timeout-s", "3",
                      "--conn-timeout-s", "60")
     body = json.dumps(chain_request(5)).encode()
     slow = [SlowSender(d, b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: " + b"a" * 60)
@@ -130,8 +130,8 @@ def test_slow_headers_and_slow_bodies_are_cut_off_while_others_are_served(start_
     assert d.alive()
 
 
-def test_per_ip_connection_limit_holds(start_daemon):
-    d = start_daemon("--max-connections-per-ip", "4", "--conn-timeout-s", "60")
+def test_per_ip_connection_limit_holds(make_daemon):
+    d = make_daemon("--max-connections-per-ip", "4", "--conn-timeout-s", "60")
     livez = b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
     def keepalive_get(sock):
@@ -150,7 +150,10 @@ def test_per_ip_connection_limit_holds(start_daemon):
         length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
         body = head.split(b"\r\n\r\n", 1)[1]
         while len(body) < length:
-            body += sock.recv(4096)
+            b = sock.recv(4096)
+            if not b:
+                return None  # closed mid-answer
+            body += b
         return status_of(head)
 
     def open_served():
@@ -185,8 +188,8 @@ def test_per_ip_connection_limit_holds(start_daemon):
             s.close()
 
 
-def test_body_shorter_than_its_content_length_is_never_a_job(start_daemon):
-    d = start_daemon("--request-timeout-s", "2", "--conn-timeout-s", "60")
+def test_body_shorter_than_its_content_length_is_never_a_job(make_daemon):
+    d = make_daemon("--request-timeout-s", "2", "--conn-timeout-s", "60")
     body = json.dumps(chain_request(4)).encode()
     s = d.connect()
     try:
@@ -204,8 +207,8 @@ def test_body_shorter_than_its_content_length_is_never_a_job(start_daemon):
     assert d.request("GET", "/v1/jobs").json()["jobs"] == []
 
 
-def test_body_longer_than_its_content_length_is_cut_at_the_length(start_daemon):
-    d = start_daemon()
+def test_body_longer_than_its_content_length_is_cut_at_the_length(make_daemon):
+    d = make_daemon()
     body = json.dumps(chain_request(4)).encode()
     s = d.connect()
     try:
@@ -258,8 +261,8 @@ def problem(r, status, type_suffix, pointer=None, detail=None):
     return p
 
 
-def test_pathological_bodies_get_4xx_and_memory_returns(start_daemon):
-    d = start_daemon("--http-threads", "4")
+def test_pathological_bodies_get_4xx_and_memory_returns(make_daemon):
+    d = make_daemon("--http-threads", "4")
     # Warm up every path a normal job takes, then take the idle level.
     r = d.post_job(chain_request(20))
     job = d.wait_job(r.json()["id"])
@@ -300,8 +303,8 @@ def test_pathological_bodies_get_4xx_and_memory_returns(start_daemon):
     print(f"idle {idle >> 20} MiB, after the storm {rss >> 20} MiB, cache {int(cache)} B")
 
 
-def test_max_model_bytes_is_a_422_with_the_figure_before_planning(start_daemon):
-    d = start_daemon("--max-model-bytes", "200000")
+def test_max_model_bytes_is_a_422_with_the_figure_before_planning(make_daemon):
+    d = make_daemon("--max-model-bytes", "200000")
     r = d.post_job(chain_request(2000))
     p = problem(r, 422, "model-too-large", pointer="/graph/nodes", detail="200000")
     estimate = int(p["detail"].split("about ")[1].split(" ")[0])

@@ -174,6 +174,8 @@ def test_healthcheck(daemon):
                           capture_output=True).returncode == 1
     env = dict(os.environ, PARTD_LISTEN=f"127.0.0.1:{daemon.port}")
     assert subprocess.run([PARTD_BIN, "healthcheck"], env=env).returncode == 0
+    for base in (f"http://127.0.0.1:{daemon.port}", f"http://127.0.0.1:{daemon.port}/"):
+        assert subprocess.run([PARTD_BIN, "healthcheck", "--url", base]).returncode == 0, base
     daemon.stop()
     assert subprocess.run([PARTD_BIN, "healthcheck", "--url", url, "--timeout-ms", "2000"],
                           capture_output=True).returncode == 1
@@ -184,11 +186,11 @@ def test_healthcheck(daemon):
 def test_json_logs(make_daemon):
     d = make_daemon("--log-format", "json")
     d.get("/livez")
-    d.wait_log(r'"event":"request"')
+    d.wait_log(r'"event":"request".*"path":"/livez"')
     records = [json.loads(line) for line in d.lines if line.startswith("{")]
     assert any(r["event"] == "listening" for r in records)
-    req = [r for r in records if r["event"] == "request"]
-    assert req and req[-1]["path"] == "/livez" and req[-1]["status"] == 200
+    req = [r for r in records if r["event"] == "request" and r["path"] == "/livez"]
+    assert req and req[-1]["status"] == 200 and req[-1]["method"] == "GET"
 
 
 def test_systemd_notifications(make_daemon, tmp_path):

@@ -14,7 +14,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = os.path.join(ROOT, "tools")
 HERE = os.path.dirname(os.path.abspath(__file__))
-for path in (TOOLS, HERE):
+SUPPORT = os.path.join(ROOT, "tests", "support")
+for path in (TOOLS, HERE, SUPPORT):
     if path not in sys.path:
         sys.path.insert(0, path)
 

@@ -1,17 +1,15 @@
 """The client and the API documents against the real daemon.
 
-Starts `partd serve` (PARTD_BIN) on loopback port 0 (any free port) with a
-temporary --data-dir and waits for its READY=1 on a NOTIFY_SOCKET of our own
-(the systemd notify protocol), whose STATUS names the bound address, so no
-test sleeps or guesses a port. Skips cleanly when the binary
-has no `serve` command. Every job, list page, result and problem document
+Starts `partd serve` through the tests' one daemon fixture
+(tests/support/partd_daemon.py) on loopback port 0 with a temporary
+--data-dir, and waits for its READY=1 on a NOTIFY_SOCKET of our own (the
+systemd notify protocol), whose STATUS names the bound address, so no test
+sleeps or guesses a port. Every job, list page, result and problem document
 the daemon answers is validated against api/schemas.
 """
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import time
 
@@ -20,79 +18,20 @@ import pytest
 jsonschema = pytest.importorskip("jsonschema")
 
 import partd_client as pc  # noqa: E402
+from partd_daemon import DaemonFactory  # noqa: E402
 from partd_testlib import PYTHON, ROOT, TINY_REQUEST, partd_bin  # noqa: E402
 
 SCHEMAS = os.path.join(ROOT, "api", "schemas")
 
 
-class Daemon:
-    def __init__(self, tmp, extra=()):
-        binary = partd_bin()
-        if not os.path.exists(binary):
-            pytest.skip(f"partd binary not built ({binary})")
-        self.url = None
-        notify_path = os.path.join(tmp, "notify.sock")
-        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind(notify_path)
-        self.notify.settimeout(0.25)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PARTD_")}
-        env["NOTIFY_SOCKET"] = notify_path
-        self.log = open(os.path.join(tmp, "partd.log"), "w+")
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--listen", "127.0.0.1:0",
-             "--data-dir", os.path.join(tmp, "data"), *extra],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        self._wait_ready()
-
-    def _wait_ready(self, timeout=30.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                msg = self.notify.recv(4096).decode()
-            except socket.timeout:
-                msg = ""
-            fields = msg.split("\n")
-            for field in fields:
-                if field.startswith("STATUS=listening on "):
-                    self.url = "http://" + field[len("STATUS=listening on "):].strip()
-            if "READY=1" in fields:
-                if self.url is None:
-                    self.close()
-                    pytest.fail(f"READY=1 without the listening address: {msg!r}")
-                return
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                out = self.log.read()
-                self.close()
-                if "unknown command" in out.lower() or "usage" in out.lower():
-                    pytest.skip("this partd has no `serve` command yet")
-                pytest.fail(f"partd serve exited {self.proc.returncode}: {out[-2000:]}")
-        self.close()
-        pytest.fail("partd serve did not report READY=1 within 30 s")
-
-    def stop(self):
-        """SIGTERM; returns the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def close(self):
-        self.stop()
-        self.notify.close()
-        self.log.close()
-
-
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = Daemon(str(tmp_path_factory.mktemp("partd")))
+    """One daemon for the module, found through its systemd READY=1."""
+    factory = DaemonFactory(tmp_path_factory.mktemp("partd"))
+    d = factory.make(notify=True)
     yield d
     status = d.stop()
-    d.close()
+    factory.close()
     assert status == 0, "partd serve must exit 0 on SIGTERM"
 
 
@@ -214,7 +153,8 @@ def test_cli_submit_wait(daemon, tmp_path):
 def test_bearer_token(tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text("t0ken-0123456789abcdef\n")
-    d = Daemon(str(tmp_path), ["--token-file", str(token_file)])
+    factory = DaemonFactory(tmp_path)
+    d = factory.make("--token-file", str(token_file), notify=True)
     try:
         with pytest.raises(pc.PartdError) as e:
             pc.Client(d.url).list()
@@ -223,4 +163,4 @@ def test_bearer_token(tmp_path):
         assert pc.Client(d.url).health()["live"] is True
     finally:
         assert d.stop() == 0
-        d.close()
+        factory.close()
