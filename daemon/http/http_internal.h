@@ -127,6 +127,9 @@ typedef struct partd_http_match {
  * the method a 405 (entry NULL). Cannot fail. */
 void partd_http_route_match(const char *path, const char *method, partd_http_match *m);
 
+/* The table itself (n entries), for checks that walk every route. */
+const partd_http_route *partd_http_routes(size_t *n);
+
 /* The Allow header for a pattern, from the table ("GET, HEAD, POST").
  * PARTD_OK, or PARTD_ETOOBIG when cap is too small (out is then ""). */
 int partd_http_allow(const char *pattern, char *out, size_t cap);

@@ -32,6 +32,12 @@ static const partd_http_route ROUTES[] = {
 
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
+const partd_http_route *partd_http_routes(size_t *n)
+{
+    *n = N_ROUTES;
+    return ROUTES;
+}
+
 /* 1 when the path is the pattern. An "{id}" segment of the right length is
  * copied to id before it is checked (see partd_http_match.id). */
 static int path_matches(const char *pattern, const char *path, char id[PARTD_ID_LEN + 1])
