@@ -102,22 +102,24 @@ static enum MHD_Result send_result(struct MHD_Connection *c, partd_req *rq, part
     int err = partd_http_load_result(svc, row->cache_key, &e);
     if (err == PARTD_STORE_MISSING)
         return partd_http_send_problem(c, rq, 404, "result-expired", "Result expired",
-                            "the job's result is no longer stored (retention)", NULL, NULL, NULL);
+                                       "the job's result is no longer stored (retention)", NULL,
+                                       NULL, NULL);
     if (err != PARTD_OK)
         return partd_http_send_store_error(c, rq, err);
-    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    const char *accept =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
     partd_coding coding = partd_coding_negotiate(accept, partd_cache_entry_codings(e));
     if (coding == PARTD_CODING_NONE) {
         partd_cache_entry_release(e);
         return partd_http_send_problem(c, rq, 406, "not-acceptable", "No acceptable content coding",
-                            "the result is available as identity, zstd or gzip, and "
-                            "Accept-Encoding refuses them all", NULL, NULL, NULL);
+                                       "the result is available as identity, zstd or gzip, and "
+                                       "Accept-Encoding refuses them all",
+                                       NULL, NULL, NULL);
     }
     char quoted[96];
     representation_etag(e->etag, coding, quoted, sizeof quoted);
-    const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                  MHD_HTTP_HEADER_IF_NONE_MATCH);
+    const char *inm =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
     struct MHD_Response *resp;
     int status;
     if (partd_http_etag_matches(inm, quoted)) {
@@ -129,7 +131,7 @@ static enum MHD_Result send_result(struct MHD_Connection *c, partd_req *rq, part
          * when libmicrohttpd is done with the response. */
         const partd_blob *form = &e->forms[coding];
         resp = MHD_create_response_from_buffer_with_free_callback_cls(form->len, form->data,
-                                                                       release_entry, e);
+                                                                      release_entry, e);
         if (!resp) {
             partd_cache_entry_release(e);
             return MHD_NO;
@@ -171,18 +173,19 @@ enum MHD_Result partd_http_get_result(struct MHD_Connection *c, partd_req *rq, p
             r = partd_http_queue(c, rq, row.error_status >= 400 ? row.error_status : 500, resp);
         } else {
             r = partd_http_send_problem(c, rq, 500, "internal-error", "Job failed",
-                             "the job failed and its problem document is lost", NULL, NULL, NULL);
+                                        "the job failed and its problem document is lost", NULL,
+                                        NULL, NULL);
         }
         break;
     case PARTD_JOB_CANCELLED:
         r = partd_http_send_problem(c, rq, 409, "job-cancelled", "Job cancelled",
-                         "the job was cancelled and has no result", NULL, NULL, NULL);
+                                    "the job was cancelled and has no result", NULL, NULL, NULL);
         break;
     default:
         snprintf(detail, sizeof detail, "the job is %s; poll /v1/jobs/%s until it finishes",
                  partd_job_status_name(row.status), row.id);
-        r = partd_http_send_problem(c, rq, 409, "job-not-finished", "Job not finished", detail, NULL,
-                         MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        r = partd_http_send_problem(c, rq, 409, "job-not-finished", "Job not finished", detail,
+                                    NULL, MHD_HTTP_HEADER_RETRY_AFTER, "1");
         break;
     }
     partd_job_row_clear(&row);
@@ -209,13 +212,13 @@ enum MHD_Result partd_http_delete_job(struct MHD_Connection *c, partd_req *rq, p
         char detail[96];
         snprintf(detail, sizeof detail, "the job already finished (%s)",
                  partd_job_status_name(row.status));
-        r = partd_http_send_problem(c, rq, 409, "job-finished", "Job already finished", detail, NULL,
-                         NULL, NULL);
+        r = partd_http_send_problem(c, rq, 409, "job-finished", "Job already finished", detail,
+                                    NULL, NULL, NULL);
     } else {
         /* Committed but not taken by the engine: only while shutting down. */
         r = partd_http_send_problem(c, rq, 503, "shutting-down", "Shutting down",
-                         "the job will run after the restart; cancel it then", NULL,
-                         MHD_HTTP_HEADER_RETRY_AFTER, "5");
+                                    "the job will run after the restart; cancel it then", NULL,
+                                    MHD_HTTP_HEADER_RETRY_AFTER, "5");
     }
     partd_job_row_clear(&row);
     return r;
@@ -264,8 +267,7 @@ static enum MHD_Result bad_query(struct MHD_Connection *c, partd_req *rq, const 
 }
 
 int partd_http_list_query_parse(const char *status, const char *limit, const char *page_token,
-                                partd_http_list_query *q, const char **param,
-                                const char **detail)
+                                partd_http_list_query *q, const char **param, const char **detail)
 {
     q->status = -1;
     q->limit = PARTD_HTTP_LIST_DEFAULT_LIMIT;
@@ -324,4 +326,3 @@ enum MHD_Result partd_http_list_jobs(struct MHD_Connection *c, partd_req *rq, pa
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     return partd_http_queue(c, rq, 200, resp);
 }
-

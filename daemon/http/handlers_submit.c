@@ -31,14 +31,13 @@ int partd_http_idem_key_valid(const char *k)
 
 /* Answers a retry of an earlier submission with the job it created. */
 static enum MHD_Result replay(struct MHD_Connection *c, partd_req *rq, partd_service *svc,
-                              partd_job_row *stored, const char *stored_digest,
-                              const char *digest)
+                              partd_job_row *stored, const char *stored_digest, const char *digest)
 {
     if (strcmp(stored_digest, digest) != 0) {
         partd_job_row_clear(stored);
-        return partd_http_send_problem(c, rq, 422, "idempotency-key-reused", "Idempotency-Key reused",
-                            "this Idempotency-Key was used with a different request body",
-                            NULL, NULL, NULL);
+        return partd_http_send_problem(
+            c, rq, 422, "idempotency-key-reused", "Idempotency-Key reused",
+            "this Idempotency-Key was used with a different request body", NULL, NULL, NULL);
     }
     /* The table is fresher than the store for unfinished jobs. */
     partd_job_row live;
@@ -46,7 +45,8 @@ static enum MHD_Result replay(struct MHD_Connection *c, partd_req *rq, partd_ser
         partd_job_row_clear(stored);
         *stored = live;
     }
-    enum MHD_Result r = partd_http_send_job(c, rq, partd_job_finished(stored->status) ? 200 : 202, stored);
+    enum MHD_Result r =
+        partd_http_send_job(c, rq, partd_job_finished(stored->status) ? 200 : 202, stored);
     partd_job_row_clear(stored);
     return r;
 }
@@ -99,15 +99,15 @@ static enum MHD_Result submit(struct MHD_Connection *c, partd_req *rq, partd_ser
         /* The connection's state after an unread or dropped body is not
          * worth keeping. */
         return partd_http_send_problem(c, rq, 413, "body-too-large", "Body too large", detail, NULL,
-                            MHD_HTTP_HEADER_CONNECTION, "close");
+                                       MHD_HTTP_HEADER_CONNECTION, "close");
     }
     const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
     char digest[72] = "";
     if (idem) {
         if (!partd_http_idem_key_valid(idem))
-            return partd_http_send_problem(c, rq, 400, "bad-idempotency-key", "Bad Idempotency-Key",
-                                "Idempotency-Key must be 1 to 255 visible ASCII characters",
-                                NULL, NULL, NULL);
+            return partd_http_send_problem(
+                c, rq, 400, "bad-idempotency-key", "Bad Idempotency-Key",
+                "Idempotency-Key must be 1 to 255 visible ASCII characters", NULL, NULL, NULL);
         partd_sha256_hex(rq->body ? rq->body : "", rq->len, digest);
         partd_job_row stored;
         char stored_digest[72];
@@ -134,7 +134,8 @@ static enum MHD_Result submit(struct MHD_Connection *c, partd_req *rq, partd_ser
     if (partd_id_new(row.id) != PARTD_OK) {
         partd_request_free(req);
         return partd_http_send_problem(c, rq, 503, "no-entropy", "No entropy",
-                            "the kernel gave no random bytes for a job id", NULL, NULL, NULL);
+                                       "the kernel gave no random bytes for a job id", NULL, NULL,
+                                       NULL);
     }
     row.created_ms = partd_now_ms();
     snprintf(row.graph_hash, sizeof row.graph_hash, "%s", req->graph_hash);
@@ -156,7 +157,7 @@ static enum MHD_Result submit(struct MHD_Connection *c, partd_req *rq, partd_ser
             snprintf(detail, sizeof detail, "%llu jobs are waiting (--queue-max); retry later",
                      (unsigned long long)svc->cfg->queue_max);
             return partd_http_send_problem(c, rq, 429, "queue-full", "Queue full", detail, NULL,
-                                MHD_HTTP_HEADER_RETRY_AFTER, "5");
+                                           MHD_HTTP_HEADER_RETRY_AFTER, "5");
         }
         reserved = 1;
         row.status = PARTD_JOB_QUEUED;

@@ -4,11 +4,13 @@
  *
  * The table is the single source of routing: matching a path and method,
  * 404 for an unknown path, 405 with the Allow header for a known path and
- * another method. A new endpoint is one line here plus its handler. A "GET"
+ * another method. A new endpoint is one line here plus its handler (and,
+ * for a new pattern, its PARTD_ROUTE_* label in metrics.h and metrics.c:
+ * metric labels are a closed set, and each is its pattern's text). A "GET"
  * entry also answers HEAD (libmicrohttpd drops the body). A pattern is
  * literal segments and "{id}", a job id (PARTD_ID_LEN lowercase hex); a
- * trailing slash or any other extra text is another path. Entries of one
- * pattern are adjacent and carry the same metric; their order is the
+ * trailing slash or any other extra text is another path. The entries of
+ * one pattern carry the same metric, and their order in the table is the
  * order of the Allow header.
  */
 #include <stdio.h>
