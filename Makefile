@@ -29,7 +29,7 @@ LDFLAGS  ?=
 override LDFLAGS += $(SANFLAGS)
 
 LIB_SRC    := $(sort $(wildcard lib/*.c))
-DAEMON_SRC := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c)))
+DAEMON_SRC := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c)))
 TEST_SRC   := $(sort $(wildcard tests/lib/test_*.c tests/daemon/test_*.c tests/fuzz/test_*.c))
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))

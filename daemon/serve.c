@@ -17,7 +17,7 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "jobs.h"
 #include "log.h"
 #include "partd.h"

@@ -7,9 +7,14 @@
  * Content-Length before the body is read, and by counting for chunked
  * bodies). TLS through libmicrohttpd's GnuTLS support when --tls-cert and
  * --tls-key are set. One log line and one metrics sample per request.
+ * Routes are the table in routes.c; http_internal.h lists the files of
+ * daemon/http/ and what each owns.
  *
- * Errors: partd_http_start returns NULL with a sentence in err and an exit
- * code (listen failure 71, unreadable TLS files 66, TLS unsupported 70).
+ * Errors: the daemon's convention is PARTD_OK or a negative PARTD_E* code
+ * (lib/partd.h), with an error buffer filled where the caller needs the
+ * reason. partd_http_start, which returns the server, returns NULL instead,
+ * with a sentence in err and an exit code (listen failure 71, unreadable
+ * TLS files 66, TLS unsupported 70). The other functions cannot fail.
  */
 #ifndef PARTD_DAEMON_HTTP_H
 #define PARTD_DAEMON_HTTP_H

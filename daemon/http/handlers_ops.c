@@ -1,0 +1,123 @@
+/*
+ * handlers_ops.c - the operational endpoints: GET /livez, /readyz,
+ * /metrics and /version. /livez and /version are static answers made once
+ * at start; readiness looks at the lifecycle phase, the store, the data
+ * directory's free space and the queue. See http_internal.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_internal.h"
+#include "jobs.h"
+#include "partd.h"
+
+#ifndef PARTD_BUILD
+#define PARTD_BUILD "unknown"
+#endif
+
+/* Below this much free space in the data directory /readyz says 503. */
+#define READY_MIN_FREE_BYTES ((uint64_t)16 << 20)
+
+static const char LIVEZ_BODY[] = "{\"status\":\"ok\"}\n";
+static const char VERSION_BODY[] =
+    "{\"name\":\"partd\",\"version\":\"" PARTD_VERSION "\",\"planner_version\":\""
+    PARTD_PLANNER_VERSION "\",\"build\":\"" PARTD_BUILD "\"}\n";
+
+void partd_http_ops_prepare(partd_http *h)
+{
+    h->livez = partd_http_static_json(LIVEZ_BODY);
+    h->version = partd_http_static_json(VERSION_BODY);
+}
+
+void partd_http_ops_release(partd_http *h)
+{
+    if (h->livez)
+        MHD_destroy_response(h->livez);
+    if (h->version)
+        MHD_destroy_response(h->version);
+    h->livez = h->version = NULL;
+}
+
+enum MHD_Result partd_http_livez(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+{
+    return partd_http_send_static(c, rq, h->livez);
+}
+
+enum MHD_Result partd_http_version(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+{
+    return partd_http_send_static(c, rq, h->version);
+}
+
+/* Why the data directory cannot take results now, or NULL: read-only, or
+ * less free space than a large result needs (checked on every probe, so
+ * readiness returns by itself once space does). */
+static const char *store_space_problem(partd_service *svc, char *buf, size_t cap)
+{
+    uint64_t avail = 0;
+    int read_only = 0;
+    if (partd_fs_space(svc->cfg->data_dir, &avail, &read_only) != PARTD_OK)
+        return NULL; /* cannot tell: the store's own health decides */
+    if (read_only)
+        return "the data directory is on a read-only file system";
+    if (avail < READY_MIN_FREE_BYTES) {
+        snprintf(buf, cap, "the data directory has %llu bytes free (at least %llu needed)",
+                 (unsigned long long)avail, (unsigned long long)READY_MIN_FREE_BYTES);
+        return buf;
+    }
+    return NULL;
+}
+
+static int is_ready(partd_service *svc)
+{
+    char buf[128];
+    return atomic_load(&svc->phase) == PARTD_PHASE_READY && partd_store_healthy(svc->store) &&
+           !store_space_problem(svc, buf, sizeof buf) &&
+           (uint64_t)partd_jobs_queued(svc->jobs) < svc->cfg->queue_max;
+}
+
+enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+{
+    partd_service *svc = h->svc;
+    int phase = atomic_load(&svc->phase);
+    const char *why = NULL;
+    char space[128];
+    /* After a failed write the store stays unhealthy until a write works:
+     * with space back, try one now so that readiness returns by itself. */
+    if (phase == PARTD_PHASE_READY && !partd_store_healthy(svc->store) &&
+        !store_space_problem(svc, space, sizeof space))
+        partd_store_probe(svc->store);
+    if (phase == PARTD_PHASE_STARTING)
+        why = "starting: recovering queued jobs";
+    else if (phase == PARTD_PHASE_DRAINING)
+        why = "draining: shutting down";
+    else if (!partd_store_healthy(svc->store))
+        why = "the store cannot be written";
+    else if ((uint64_t)partd_jobs_queued(svc->jobs) >= svc->cfg->queue_max)
+        why = "the job queue is full";
+    if (!why)
+        why = store_space_problem(svc, space, sizeof space);
+    if (why)
+        return partd_http_send_problem(c, rq, 503, "not-ready", "Not ready", why, NULL,
+                                       MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    char *text = strdup("{\"status\":\"ready\"}\n");
+    if (!text)
+        return MHD_NO;
+    return partd_http_queue(c, rq, 200,
+                            partd_http_response(text, strlen(text), PARTD_HTTP_CT_JSON));
+}
+
+enum MHD_Result partd_http_metrics(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+{
+    partd_service *svc = h->svc;
+    partd_cache_stats cs;
+    partd_cache_stats_get(svc->cache, &cs);
+    partd_metrics_gauges g = {cs.bytes, cs.entries, is_ready(svc)};
+    size_t len = 0;
+    char *text = partd_metrics_render(&svc->metrics, &g, &len);
+    if (!text)
+        return partd_http_send_store_error(c, rq, PARTD_ENOMEM);
+    return partd_http_queue(c, rq, 200,
+                            partd_http_response(text, len,
+                                                "text/plain; version=0.0.4; charset=utf-8"));
+}

@@ -1,0 +1,234 @@
+/*
+ * handlers_submit.c - POST /v1/jobs: admission from the headers (the
+ * lifecycle phase, then the body's type, coding and length through body.c),
+ * Idempotency-Key replays, decoding and validation of the request, answers
+ * from the result cache, and committing the job before it is queued. See
+ * http_internal.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "hash.h"
+#include "http_internal.h"
+#include "jobs.h"
+#include "log.h"
+#include "partd.h"
+
+#define IDEM_KEY_MAX 255
+
+int partd_http_idem_key_valid(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0 || n > IDEM_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] < 0x21 || (unsigned char)k[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+/* Answers a retry of an earlier submission with the job it created. */
+static enum MHD_Result replay(struct MHD_Connection *c, partd_req *rq, partd_service *svc,
+                              partd_job_row *stored, const char *stored_digest, const char *digest)
+{
+    if (strcmp(stored_digest, digest) != 0) {
+        partd_job_row_clear(stored);
+        return partd_http_send_problem(
+            c, rq, 422, "idempotency-key-reused", "Idempotency-Key reused",
+            "this Idempotency-Key was used with a different request body", NULL, NULL, NULL);
+    }
+    /* The table is fresher than the store for unfinished jobs. */
+    partd_job_row live;
+    if (partd_jobs_lookup(svc->jobs, stored->id, &live) == PARTD_OK) {
+        partd_job_row_clear(stored);
+        *stored = live;
+    }
+    enum MHD_Result r =
+        partd_http_send_job(c, rq, partd_job_finished(stored->status) ? 200 : 202, stored);
+    partd_job_row_clear(stored);
+    return r;
+}
+
+static enum MHD_Result decode_failed(struct MHD_Connection *c, partd_req *rq, int err,
+                                     partd_problem *p)
+{
+    if (p->status == 0) {
+        if (err == PARTD_EMALFORMED)
+            partd_problem_set(p, 400, "malformed-json", "Malformed JSON", "%s",
+                              partd_strerror(err));
+        else if (err == PARTD_ENOMEM)
+            partd_problem_set(p, 503, "out-of-memory", "Out of memory",
+                              "the request could not be decoded in the memory available");
+        else
+            partd_problem_set(p, 422, "invalid-request", "Invalid request", "%s",
+                              partd_strerror(err));
+    }
+    return partd_http_send_problem_doc(c, rq, p, NULL, NULL);
+}
+
+/* A finished job answered from a stored result; 0 when there is none. */
+static int cached_summary(partd_service *svc, const char *key, char **summary)
+{
+    partd_cache_entry *e = partd_cache_get(svc->cache, key);
+    if (e) {
+        /* The retention sweep may have just deleted the stored copy: the
+         * touch says so, and then it is a miss. */
+        int err = partd_store_touch_result(svc->store, key, partd_now_ms());
+        if (err == PARTD_STORE_MISSING)
+            partd_cache_remove(svc->cache, key);
+        *summary = err == PARTD_OK ? strdup(e->summary) : NULL;
+        partd_cache_entry_release(e);
+        return *summary != NULL;
+    }
+    if (partd_http_load_result(svc, key, &e) != PARTD_OK)
+        return 0;
+    partd_store_touch_result(svc->store, key, partd_now_ms());
+    *summary = strdup(e->summary);
+    partd_cache_entry_release(e);
+    return *summary != NULL;
+}
+
+static enum MHD_Result submit(struct MHD_Connection *c, partd_req *rq, partd_service *svc)
+{
+    if (rq->too_big) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "the body is larger than %llu bytes (--max-body-bytes)",
+                 (unsigned long long)svc->cfg->max_body_bytes);
+        /* The connection's state after an unread or dropped body is not
+         * worth keeping. */
+        return partd_http_send_problem(c, rq, 413, "body-too-large", "Body too large", detail, NULL,
+                                       MHD_HTTP_HEADER_CONNECTION, "close");
+    }
+    const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+    char digest[72] = "";
+    if (idem) {
+        if (!partd_http_idem_key_valid(idem))
+            return partd_http_send_problem(
+                c, rq, 400, "bad-idempotency-key", "Bad Idempotency-Key",
+                "Idempotency-Key must be 1 to 255 visible ASCII characters", NULL, NULL, NULL);
+        partd_sha256_hex(rq->body ? rq->body : "", rq->len, digest);
+        partd_job_row stored;
+        char stored_digest[72];
+        int err = partd_store_get_job_by_idem(svc->store, idem, &stored, stored_digest);
+        if (err == PARTD_OK)
+            return replay(c, rq, svc, &stored, stored_digest, digest);
+        if (err != PARTD_STORE_MISSING)
+            return partd_http_send_store_error(c, rq, err);
+    }
+
+    partd_request *req = NULL;
+    partd_problem problem;
+    partd_problem_init(&problem);
+    int err = partd_request_decode(rq->body ? rq->body : "", rq->len, &svc->limits, &req, &problem);
+    if (err != PARTD_OK) {
+        enum MHD_Result r = decode_failed(c, rq, err, &problem);
+        partd_problem_free(&problem);
+        return r;
+    }
+    partd_problem_free(&problem);
+
+    partd_job_row row;
+    memset(&row, 0, sizeof row);
+    if (partd_id_new(row.id) != PARTD_OK) {
+        partd_request_free(req);
+        return partd_http_send_problem(c, rq, 503, "no-entropy", "No entropy",
+                                       "the kernel gave no random bytes for a job id", NULL, NULL,
+                                       NULL);
+    }
+    row.created_ms = partd_now_ms();
+    snprintf(row.graph_hash, sizeof row.graph_hash, "%s", req->graph_hash);
+    snprintf(row.cache_key, sizeof row.cache_key, "%s", req->cache_key);
+
+    char *summary = NULL;
+    int reserved = 0;
+    if (cached_summary(svc, row.cache_key, &summary)) {
+        partd_request_free(req);
+        req = NULL;
+        row.status = PARTD_JOB_SUCCEEDED;
+        row.started_ms = row.finished_ms = row.created_ms;
+        row.cached = 1;
+        row.summary = summary;
+    } else {
+        if (!partd_jobs_reserve(svc->jobs)) {
+            partd_request_free(req);
+            char detail[128];
+            snprintf(detail, sizeof detail, "%llu jobs are waiting (--queue-max); retry later",
+                     (unsigned long long)svc->cfg->queue_max);
+            return partd_http_send_problem(c, rq, 429, "queue-full", "Queue full", detail, NULL,
+                                           MHD_HTTP_HEADER_RETRY_AFTER, "5");
+        }
+        reserved = 1;
+        row.status = PARTD_JOB_QUEUED;
+    }
+
+    /* Committed before the answer goes out: a 202 survives a crash. */
+    err = partd_store_insert_job(svc->store, &row, idem, idem ? digest : NULL, rq->body, rq->len);
+    if (err != PARTD_OK) {
+        if (reserved)
+            partd_jobs_unreserve(svc->jobs);
+        partd_request_free(req);
+        partd_job_row_clear(&row);
+        if (err == PARTD_STORE_CONFLICT) {
+            /* A concurrent request with the same key won the race. */
+            partd_job_row stored;
+            char stored_digest[72];
+            err = partd_store_get_job_by_idem(svc->store, idem, &stored, stored_digest);
+            if (err == PARTD_OK)
+                return replay(c, rq, svc, &stored, stored_digest, digest);
+        }
+        return partd_http_send_store_error(c, rq, err);
+    }
+    atomic_fetch_add(&svc->metrics.jobs_submitted, 1);
+    enum MHD_Result r;
+    if (row.status == PARTD_JOB_SUCCEEDED) {
+        atomic_fetch_add(&svc->metrics.cache_hits, 1);
+        atomic_fetch_add(&svc->metrics.jobs_finished[PARTD_JOB_SUCCEEDED], 1);
+        partd_log_field f[] = {PARTD_LF_S("id", row.id), PARTD_LF_S("status", "succeeded"),
+                               PARTD_LF_S("cache_key", row.cache_key), PARTD_LF_N("cached", 1),
+                               PARTD_LF_END};
+        partd_log("info", "job", f);
+        r = partd_http_send_job(c, rq, 200, &row);
+    } else {
+        atomic_fetch_add(&svc->metrics.cache_misses, 1);
+        /* If the engine no longer takes jobs (shutting down) the job stays
+         * queued in the store and runs after the restart. */
+        partd_jobs_submit(svc->jobs, &row, req);
+        r = partd_http_send_job(c, rq, 202, &row);
+    }
+    partd_job_row_clear(&row);
+    return r;
+}
+
+int partd_http_submit_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h,
+                            enum MHD_Result *result)
+{
+    partd_service *svc = h->svc;
+    if (atomic_load(&svc->phase) != PARTD_PHASE_READY) {
+        *result = partd_http_send_problem(c, rq, 503, "not-accepting", "Not accepting jobs",
+                                          atomic_load(&svc->phase) == PARTD_PHASE_DRAINING
+                                              ? "the server is shutting down"
+                                              : "the server is starting",
+                                          NULL, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+        return 1;
+    }
+    if (partd_http_body_admit(c, rq, h, result))
+        return 1;
+    if (rq->too_big) {
+        /* Answered before reading a byte of the body. */
+        *result = submit(c, rq, svc);
+        return 1;
+    }
+    return 0;
+}
+
+enum MHD_Result partd_http_submit(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+{
+    if (rq->body_coding != PARTD_CODING_IDENTITY && !rq->too_big) {
+        enum MHD_Result r;
+        if (partd_http_body_decode(c, rq, h, &r))
+            return r;
+    }
+    return submit(c, rq, h->svc);
+}

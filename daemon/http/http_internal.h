@@ -1,0 +1,257 @@
+/*
+ * http_internal.h - what the files of daemon/http/ share; not for use
+ * outside this directory (the public interface is http.h).
+ *
+ * The files and what each owns:
+ *   server.c           the libmicrohttpd daemon: start and stop, TLS files,
+ *                      connection tracking and slow-sender cutting, a
+ *                      request's context from URI to completion (log line,
+ *                      metrics sample), the access handler
+ *   listener.c         --listen parsing and the listening socket
+ *   body.c             request bodies: admission from the headers, collection
+ *                      under --max-body-bytes and --max-inflight-bytes,
+ *                      Content-Encoding decoding
+ *   respond.c          answers: problem documents, job documents, static
+ *                      responses
+ *   routes.c           the route table, path matching, the Allow header,
+ *                      bearer-token authorization
+ *   handlers_jobs.c    GET /v1/jobs, GET and DELETE /v1/jobs/{id},
+ *                      GET /v1/jobs/{id}/result
+ *   handlers_submit.c  POST /v1/jobs
+ *   handlers_ops.c     /livez, /readyz, /metrics, /version
+ *
+ * Errors: functions return PARTD_OK or a negative PARTD_E* code
+ * (lib/partd.h) and fill an error buffer or problem where the caller needs
+ * the reason; predicates return 1 (yes) or 0 (no); functions that answer a
+ * request queue the answer themselves and return libmicrohttpd's
+ * MHD_Result (MHD_NO closes the connection), as the MHD callbacks do.
+ */
+#ifndef PARTD_DAEMON_HTTP_INTERNAL_H
+#define PARTD_DAEMON_HTTP_INTERNAL_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "encoding.h"
+#include "http.h"
+#include "job.h"
+#include "metrics.h"
+#include "problem.h"
+#include "service.h"
+#include "util.h"
+
+#define PARTD_HTTP_CT_JSON "application/json"
+#define PARTD_HTTP_CT_PROBLEM "application/problem+json"
+
+/* One per TCP connection, for the slow-sender deadlines. */
+typedef enum { PARTD_CONN_HEADERS, PARTD_CONN_BODY, PARTD_CONN_ANSWERING } partd_conn_phase;
+
+typedef struct partd_conn_rec {
+    int fd;
+    partd_conn_phase phase;
+    int64_t phase_start_ns;
+    int cut;
+    struct partd_conn_rec *prev, *next;
+} partd_conn_rec;
+
+struct partd_http {
+    partd_service *svc;
+    pthread_mutex_t conns_lock;
+    partd_conn_rec *conns;
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    char address[128];
+    char *tls_cert, *tls_key;
+    struct MHD_Response *livez;
+    struct MHD_Response *version;
+    /* Bytes of request bodies held right now, against --max-inflight-bytes:
+     * many large uploads at once cannot exhaust memory. */
+    atomic_uint_fast64_t inflight;
+};
+
+struct partd_http_route;
+
+/* One request, from the URI callback to the completion callback. */
+typedef struct partd_req {
+    int64_t start_ns;
+    partd_conn_rec *conn;
+    char path[256];            /* without the query, truncated, for the log */
+    int routed;
+    const struct partd_http_route *entry; /* the table's entry, once allowed */
+    partd_route route;         /* the metrics and log label */
+    char id[PARTD_ID_LEN + 1];
+    char method[8];            /* for the log; "other" when longer */
+    int status;                /* the answer's status code, 0 = none yet */
+    int takes_body;            /* the body is collected (else ignored) */
+    char *body;
+    size_t len, cap;
+    uint64_t charged;          /* bytes counted in partd_http.inflight */
+    int too_big;
+    uint64_t discarded;
+    partd_coding body_coding;  /* the body's Content-Encoding */
+} partd_req;
+
+/* ---- the route table (routes.c) ----------------------------------------- */
+
+/* Answers the request once its body (if any) is in. */
+typedef enum MHD_Result (*partd_http_handler)(struct MHD_Connection *c, partd_req *rq,
+                                              partd_http *h);
+
+/* Decides what the headers alone decide, on the request's first call.
+ * Returns 1 when it queued an answer (in *result), 0 to go on. */
+typedef int (*partd_http_admit)(struct MHD_Connection *c, partd_req *rq, partd_http *h,
+                                enum MHD_Result *result);
+
+typedef struct partd_http_route {
+    const char *method;        /* "GET" answers HEAD as well */
+    const char *pattern;       /* literal segments and "{id}" (a job id) */
+    partd_route metric;        /* the label in metrics and the log */
+    partd_http_admit admit;    /* NULL when the headers decide nothing */
+    partd_http_handler handler;
+} partd_http_route;
+
+typedef struct partd_http_match {
+    const partd_http_route *entry; /* for path and method; NULL when none */
+    const char *pattern;       /* the path's pattern; NULL for an unknown path */
+    partd_route metric;        /* PARTD_ROUTE_OTHER for an unknown path */
+    /* The {id} segment. Also filled when a segment of an id's length was
+     * seen but the path did not match, so that the request log names it. */
+    char id[PARTD_ID_LEN + 1];
+} partd_http_match;
+
+/* Matches a path (without the query) and a method against the table: an
+ * unknown path is a 404 (pattern NULL), a known path without an entry for
+ * the method a 405 (entry NULL). Cannot fail. */
+void partd_http_route_match(const char *path, const char *method, partd_http_match *m);
+
+/* The table itself (n entries), for checks that walk every route. */
+const partd_http_route *partd_http_routes(size_t *n);
+
+/* The Allow header for a pattern, from the table ("GET, HEAD, POST").
+ * PARTD_OK, or PARTD_ETOOBIG when cap is too small (out is then ""). */
+int partd_http_allow(const char *pattern, char *out, size_t cap);
+
+/* 1 when the Authorization header value carries the bearer token (or no
+ * token is configured), else 0. */
+int partd_http_bearer_ok(const partd_service *svc, const char *authorization);
+
+/* ---- answers (respond.c) ------------------------------------------------ */
+
+/* Queues resp (NULL: MHD_NO) with the status, records the status for the
+ * log, and drops the caller's reference. */
+enum MHD_Result partd_http_queue(struct MHD_Connection *c, partd_req *rq, int status,
+                                 struct MHD_Response *resp);
+
+/* A response owning the malloc'd body (freed on failure too); NULL on ENOMEM. */
+struct MHD_Response *partd_http_response(char *body, size_t len, const char *type);
+
+/* A JSON response over static text, for answers that never change. */
+struct MHD_Response *partd_http_static_json(const char *text);
+
+/* Queues one of the shared static responses with 200 (it stays alive). */
+enum MHD_Result partd_http_send_static(struct MHD_Connection *c, partd_req *rq,
+                                       struct MHD_Response *resp);
+
+/* A problem document, with one extra header when header is not NULL. */
+enum MHD_Result partd_http_send_problem_doc(struct MHD_Connection *c, partd_req *rq,
+                                            const partd_problem *p, const char *header,
+                                            const char *value);
+
+/* A problem with one error entry (pointer may be NULL for none). */
+enum MHD_Result partd_http_send_problem(struct MHD_Connection *c, partd_req *rq, int status,
+                                        const char *slug, const char *title,
+                                        const char *detail, const char *pointer,
+                                        const char *header, const char *value);
+
+/* The job document; 202 adds Location and Retry-After. */
+enum MHD_Result partd_http_send_job(struct MHD_Connection *c, partd_req *rq, int status,
+                                    const partd_job_row *row);
+
+/* 503 for a store failure or PARTD_ENOMEM. */
+enum MHD_Result partd_http_send_store_error(struct MHD_Connection *c, partd_req *rq, int err);
+
+enum MHD_Result partd_http_send_not_found(struct MHD_Connection *c, partd_req *rq);
+
+/* ---- bodies (body.c) ---------------------------------------------------- */
+
+/* 1 when a Content-Type is application/json (parameters allowed), else 0. */
+int partd_http_is_json_type(const char *content_type);
+
+/* Admits a JSON body from the headers: 415 for another type or coding,
+ * too_big set (nothing answered) when Content-Length is over
+ * --max-body-bytes, 503 when the in-flight budget is spent. Returns 1 when
+ * it queued an answer, 0 to go on (the body is then collected). */
+int partd_http_body_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h,
+                          enum MHD_Result *result);
+
+/* Appends a piece of the body; past --max-body-bytes it only counts what
+ * it drops. 0 when the connection must close. */
+int partd_http_body_take(partd_http *h, partd_req *rq, const char *data, size_t n);
+
+/* Replaces a compressed body by its decoding (413, 400 or 503 otherwise).
+ * Returns 1 when an error answer was queued in *result. */
+int partd_http_body_decode(struct MHD_Connection *c, partd_req *rq, partd_http *h,
+                           enum MHD_Result *result);
+
+/* ---- the listener (listener.c) ------------------------------------------ */
+
+/* "host:port" or "[v6]:port" -> a bound, listening, non-blocking socket;
+ * the numeric address bound goes to `bound`. -1 with a sentence in err. */
+int partd_http_listen(const char *listen_addr, char *bound, size_t bound_cap, int *is_v6,
+                      char *err, size_t cap);
+
+/* ---- handlers ----------------------------------------------------------- */
+
+enum MHD_Result partd_http_list_jobs(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd_http_get_job(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd_http_delete_job(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd_http_get_result(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+
+int partd_http_submit_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h,
+                            enum MHD_Result *result);
+enum MHD_Result partd_http_submit(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+
+enum MHD_Result partd_http_livez(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd_http_metrics(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd_http_version(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+
+/* The static answers of /livez and /version: h->livez and h->version, NULL
+ * on ENOMEM (partd_http_start then fails). */
+void partd_http_ops_prepare(partd_http *h);
+void partd_http_ops_release(partd_http *h);
+
+/* A reference to a result document (release it with
+ * partd_cache_entry_release): the cache, else the store (then cached).
+ * PARTD_OK, PARTD_STORE_MISSING, or a store error. */
+int partd_http_load_result(partd_service *svc, const char *key, partd_cache_entry **out);
+
+/* ---- pure helpers of the job handlers (unit-tested) --------------------- */
+
+/* RFC 9110 If-None-Match: "*" or a list of (possibly weak) entity tags,
+ * compared weakly with a quoted tag. 1 on a match, else 0. */
+int partd_http_etag_matches(const char *header, const char *quoted);
+
+/* Idempotency-Key: 1 to 255 visible ASCII characters. 1 when valid. */
+int partd_http_idem_key_valid(const char *key);
+
+#define PARTD_HTTP_LIST_DEFAULT_LIMIT 50
+#define PARTD_HTTP_LIST_MAX_LIMIT 1000
+
+typedef struct partd_http_list_query {
+    int status;                /* partd_job_status, -1 for all */
+    uint64_t limit;
+    uint64_t before;           /* page_token: seq to continue below, 0 = first page */
+} partd_http_list_query;
+
+/* The query of GET /v1/jobs (each parameter NULL when absent). PARTD_OK, or
+ * PARTD_EINVALID with *param naming the bad parameter and *detail saying
+ * what it must be. */
+int partd_http_list_query_parse(const char *status, const char *limit, const char *page_token,
+                                partd_http_list_query *q, const char **param,
+                                const char **detail);
+
+#endif
