@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "enums.h"
 #include "modules.h"
 #include "partd.h"
 #include "sac_milp.h"
@@ -37,15 +38,8 @@
  * solver is run again with the budget minus this margin, whose answers do. */
 #define SOLVER_MARGIN_BYTES 4096.0
 
-typedef enum sac_status {
-    SAC_OPTIMAL = 0,
-    SAC_FEASIBLE,
-    SAC_INFEASIBLE,
-    SAC_NO_SOLUTION /* a frontier point the time limit cut before any plan */
-} sac_status;
-
 typedef struct sac_answer {
-    sac_status status;
+    partd_sac_status status;
     double gap;
     int64_t budget_bytes;    /* as the user states budgets: cap + FSDP reserve */
     int64_t peak_bytes;
@@ -80,7 +74,7 @@ typedef struct planner {
     int64_t baseline;
     int has_min_peak;
     int64_t min_peak;
-    sac_status min_peak_status;
+    partd_sac_status min_peak_status;
     partd_sac_plan_vec min_plan;
 } planner;
 
@@ -185,7 +179,7 @@ static int ensure_min_peak(planner *pl, raw *x)
     const partd_sac_tree *t = pl->t;
     memset(pl->min_plan.y, 0, t->n);
     memset(pl->min_plan.ratio_e4, 0, t->n * sizeof *pl->min_plan.ratio_e4);
-    pl->min_peak_status = SAC_OPTIMAL;
+    pl->min_peak_status = PARTD_SAC_OPTIMAL;
     if (t->n_eligible > 0) {
         partd_sac_milp_out out;
         int rc = milp(pl, PARTD_SAC_MIN_PEAK, 0, x, &out);
@@ -194,8 +188,8 @@ static int ensure_min_peak(planner *pl, raw *x)
         if (out.status == PARTD_SAC_SOLVED_NONE ||
             out.status == PARTD_SAC_SOLVED_INFEASIBLE)
             return PARTD_ETIMEOUT; /* the min-peak problem is always feasible */
-        pl->min_peak_status = out.status == PARTD_SAC_SOLVED_OPTIMAL ? SAC_OPTIMAL
-                                                                     : SAC_FEASIBLE;
+        pl->min_peak_status = out.status == PARTD_SAC_SOLVED_OPTIMAL ? PARTD_SAC_OPTIMAL
+                                                                     : PARTD_SAC_FEASIBLE;
         round_plan(t, x->y, x->r, ROUND_FULL, &pl->min_plan);
     }
     partd_sac_score s;
@@ -209,7 +203,7 @@ static int ensure_min_peak(planner *pl, raw *x)
 
 static void set_status(sac_answer *a, const partd_sac_milp_out *out)
 {
-    a->status = out->status == PARTD_SAC_SOLVED_OPTIMAL ? SAC_OPTIMAL : SAC_FEASIBLE;
+    a->status = out->status == PARTD_SAC_SOLVED_OPTIMAL ? PARTD_SAC_OPTIMAL : PARTD_SAC_FEASIBLE;
     a->gap = out->status == PARTD_SAC_SOLVED_OPTIMAL ? 0 : out->gap;
 }
 
@@ -242,11 +236,11 @@ static int fall_back_to_min_peak(planner *pl, int64_t cap, raw *x, sac_answer *a
     if (rc != PARTD_OK)
         return rc;
     if (pl->min_peak > cap) {
-        a->status = SAC_INFEASIBLE;
+        a->status = PARTD_SAC_INFEASIBLE;
         return PARTD_OK;
     }
     copy_plan(pl->t->n, &pl->min_plan, &a->plan);
-    a->status = SAC_FEASIBLE;
+    a->status = PARTD_SAC_FEASIBLE;
     a->gap = 0;
     return PARTD_OK;
 }
@@ -262,7 +256,7 @@ static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
     if (rc != PARTD_OK || fitted)
         return rc;
     if (st == PARTD_SAC_SOLVED_NONE) {
-        a->status = SAC_NO_SOLUTION;
+        a->status = PARTD_SAC_NO_SOLUTION;
         return PARTD_OK;
     }
     if (st != PARTD_SAC_SOLVED_INFEASIBLE) {
@@ -270,7 +264,7 @@ static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
         if (rc != PARTD_OK || fitted)
             return rc;
         if (st == PARTD_SAC_SOLVED_NONE) {
-            a->status = SAC_NO_SOLUTION;
+            a->status = PARTD_SAC_NO_SOLUTION;
             return PARTD_OK;
         }
     }
@@ -287,12 +281,12 @@ static int solve_at_cap(planner *pl, int64_t cap, raw *x, sac_answer *a)
     a->gap = 0;
     int rc = PARTD_OK;
     if (pl->baseline <= cap)
-        a->status = SAC_OPTIMAL; /* no recomputation at all: the optimum */
+        a->status = PARTD_SAC_OPTIMAL; /* no recomputation at all: the optimum */
     else if (t->n_eligible == 0 || (pl->has_min_peak && pl->min_peak > cap))
-        a->status = SAC_INFEASIBLE;
+        a->status = PARTD_SAC_INFEASIBLE;
     else
         rc = solve_milps(pl, cap, x, a);
-    if (rc == PARTD_OK && (a->status == SAC_OPTIMAL || a->status == SAC_FEASIBLE))
+    if (rc == PARTD_OK && (a->status == PARTD_SAC_OPTIMAL || a->status == PARTD_SAC_FEASIBLE))
         score_answer(t, a);
     return rc;
 }
@@ -411,7 +405,7 @@ static int frontier(planner *pl, uint32_t points, struct partd_sac_result *res,
         int64_t cap = pl->min_peak + (int64_t)(span * k / (points - 1));
         int rc = solve_at_cap(pl, cap, x, &res->frontier[k]);
         if (rc == PARTD_ETIMEOUT && partd_cancel_check(pl->cancel) == PARTD_OK)
-            rc = PARTD_OK, res->frontier[k].status = SAC_NO_SOLUTION;
+            rc = PARTD_OK, res->frontier[k].status = PARTD_SAC_NO_SOLUTION;
         if (rc != PARTD_OK)
             return rc;
     }
@@ -438,9 +432,9 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
     if (rc != PARTD_OK)
         return rc;
     res->main.budget_bytes = req->options.sac.memory_budget_bytes;
-    if (res->main.status == SAC_NO_SOLUTION)
+    if (res->main.status == PARTD_SAC_NO_SOLUTION)
         return no_plan(req, problem);
-    int infeasible = res->main.status == SAC_INFEASIBLE;
+    int infeasible = res->main.status == PARTD_SAC_INFEASIBLE;
     int want_frontier = req->options.sac.frontier_points >= 2;
     if (infeasible || want_frontier) {
         rc = ensure_min_peak(pl, x);
@@ -455,7 +449,7 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
         if (rc != PARTD_OK)
             return rc;
     }
-    if (req->options.sac.op_level && res->main.status != SAC_INFEASIBLE) {
+    if (req->options.sac.op_level && res->main.status != PARTD_SAC_INFEASIBLE) {
         rc = op_policies(pl, res);
         if (rc != PARTD_OK)
             return rc;
@@ -549,16 +543,6 @@ double partd_sac_result_solve_ms(const struct partd_sac_result *r)
 
 /* ---- JSON --------------------------------------------------------------- */
 
-static const char *status_name(sac_status s)
-{
-    switch (s) {
-    case SAC_OPTIMAL: return "optimal";
-    case SAC_FEASIBLE: return "feasible";
-    case SAC_INFEASIBLE: return "infeasible";
-    default: return "no_solution";
-    }
-}
-
 static json_t *decisions_json(const partd_request *req, const partd_sac_plan_vec *p)
 {
     json_t *o = json_object();
@@ -576,9 +560,10 @@ static json_t *decisions_json(const partd_request *req, const partd_sac_plan_vec
 /* status, ac_decisions, recomputation_time_ms, peak_memory_bytes, gap. */
 static int answer_json(const partd_request *req, const sac_answer *a, json_t *o)
 {
-    int has_plan = a->status == SAC_OPTIMAL || a->status == SAC_FEASIBLE;
-    int rc = json_object_set_new(o, "status", json_string(status_name(a->status)));
-    if (a->status == SAC_NO_SOLUTION)
+    int has_plan = a->status == PARTD_SAC_OPTIMAL || a->status == PARTD_SAC_FEASIBLE;
+    int rc = json_object_set_new(o, "status",
+                                 json_string(partd_sac_status_name(a->status)));
+    if (a->status == PARTD_SAC_NO_SOLUTION)
         return rc;
     json_t *d = has_plan ? decisions_json(req, &a->plan) : json_object();
     rc |= json_object_set_new(o, "ac_decisions", d);
@@ -620,7 +605,7 @@ static json_t *frontier_json(const partd_request *req,
         int rc = !p || json_object_set_new(p, "budget_bytes",
                                            json_integer(a->budget_bytes));
         rc |= p ? answer_json(req, a, p) : -1;
-        if (a->status == SAC_OPTIMAL || a->status == SAC_FEASIBLE)
+        if (a->status == PARTD_SAC_OPTIMAL || a->status == PARTD_SAC_FEASIBLE)
             rc |= json_object_set_new(p, "gap", json_real(a->gap));
         if (rc || json_array_append_new(arr, p) != 0) {
             json_decref(arr);
@@ -647,7 +632,7 @@ json_t *partd_sac_result_to_json(const partd_request *req,
     if (r->has_fsdp)
         rc |= json_object_set_new(o, "fsdp_reserved_bytes",
                                   json_integer(r->reserve_bytes));
-    if (a->status != SAC_INFEASIBLE)
+    if (a->status != PARTD_SAC_INFEASIBLE)
         rc |= json_object_set_new(o, "gap", json_real(a->gap));
     if (r->policies) {
         json_t *p = policies_json(req, r);
