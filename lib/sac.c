@@ -32,39 +32,12 @@
 #include "sac_milp.h"
 #include "sac_model.h"
 #include "sac_oplevel.h"
+#include "sac_result.h"
 
 /* When no rounding of the solver's answer at the budget fits it exactly (the
  * answer used CBC's feasibility tolerance, ~1e-7 GiB, about 100 bytes), the
  * solver is run again with the budget minus this margin, whose answers do. */
 #define SOLVER_MARGIN_BYTES 4096.0
-
-typedef struct sac_answer {
-    partd_sac_status status;
-    double gap;
-    int64_t budget_bytes;    /* as the user states budgets: cap + FSDP reserve */
-    int64_t peak_bytes;
-    double recompute_ms;
-    partd_sac_plan_vec plan;
-} sac_answer;
-
-typedef struct op_policy {
-    int computed, feasible;
-    uint8_t *ops;
-} op_policy;
-
-struct partd_sac_result {
-    sac_answer main;
-    int64_t baseline_peak_bytes;
-    int has_min_peak;
-    int64_t min_peak_bytes;
-    int has_fsdp;
-    int64_t reserve_bytes;
-    uint32_t n_modules;
-    op_policy *policies;     /* per module when op_level, else NULL */
-    uint32_t n_frontier;
-    sac_answer *frontier;
-    double solve_ms;
-};
 
 typedef struct planner {
     const partd_sac_tree *t;
@@ -128,7 +101,7 @@ static int round_to_fit(const partd_sac_tree *t, const uint8_t *y, const double 
     return 0;
 }
 
-static void score_answer(const partd_sac_tree *t, sac_answer *a)
+static void score_answer(const partd_sac_tree *t, partd_sac_answer *a)
 {
     partd_sac_score s;
     partd_sac_evaluate(t, &a->plan, &s);
@@ -201,7 +174,7 @@ static int ensure_min_peak(planner *pl, raw *x)
     return PARTD_OK;
 }
 
-static void set_status(sac_answer *a, const partd_sac_milp_out *out)
+static void set_status(partd_sac_answer *a, const partd_sac_milp_out *out)
 {
     a->status = out->status == PARTD_SAC_SOLVED_OPTIMAL ? PARTD_SAC_OPTIMAL : PARTD_SAC_FEASIBLE;
     a->gap = out->status == PARTD_SAC_SOLVED_OPTIMAL ? 0 : out->gap;
@@ -210,7 +183,7 @@ static void set_status(sac_answer *a, const partd_sac_milp_out *out)
 /* One min-recompute solve at `solver_cap`; *fitted when a rounding of its
  * solution fits `cap` exactly (then a->plan and the status are set). */
 static int try_solve(planner *pl, int64_t cap, double solver_cap, raw *x,
-                     sac_answer *a, partd_sac_solve_status *status, int *fitted)
+                     partd_sac_answer *a, partd_sac_solve_status *status, int *fitted)
 {
     partd_sac_milp_out out;
     int rc = milp(pl, PARTD_SAC_MIN_RECOMPUTE, solver_cap, x, &out);
@@ -230,7 +203,7 @@ static int try_solve(planner *pl, int64_t cap, double solver_cap, raw *x,
 /* When no rounding of the solver's answers fits: the budget sits within the
  * solver's tolerance of the least peak. The min-peak plan fits whenever
  * anything does. */
-static int fall_back_to_min_peak(planner *pl, int64_t cap, raw *x, sac_answer *a)
+static int fall_back_to_min_peak(planner *pl, int64_t cap, raw *x, partd_sac_answer *a)
 {
     int rc = ensure_min_peak(pl, x);
     if (rc != PARTD_OK)
@@ -248,7 +221,7 @@ static int fall_back_to_min_peak(planner *pl, int64_t cap, raw *x, sac_answer *a
 /* Solves at the budget itself (so that an optimum on the 4-decimal grid is
  * reported as is); when rounding cannot make that answer fit, solves again
  * with SOLVER_MARGIN_BYTES of slack. */
-static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
+static int solve_milps(planner *pl, int64_t cap, raw *x, partd_sac_answer *a)
 {
     partd_sac_solve_status st;
     int fitted = 0;
@@ -272,7 +245,7 @@ static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
 }
 
 /* The min-recompute plan whose peak is at most cap bytes. */
-static int solve_at_cap(planner *pl, int64_t cap, raw *x, sac_answer *a)
+static int solve_at_cap(planner *pl, int64_t cap, raw *x, partd_sac_answer *a)
 {
     const partd_sac_tree *t = pl->t;
     memset(a->plan.y, 0, t->n);
@@ -367,7 +340,7 @@ static int op_policies(planner *pl, struct partd_sac_result *res)
         const partd_sac_stats *s = m->mods[i].sac_stats;
         if (!res->main.plan.y[i] || !s)
             continue;
-        op_policy *op = &res->policies[i];
+        partd_sac_module_policy *op = &res->policies[i];
         op->ops = calloc(s->n_ops ? s->n_ops : 1, 1);
         if (!op->ops)
             return PARTD_ENOMEM;
@@ -519,132 +492,4 @@ int partd_sac_plan(const partd_request *req, const partd_cancel *cancel,
     }
     *out = res;
     return PARTD_OK;
-}
-
-void partd_sac_result_free(struct partd_sac_result *r)
-{
-    if (!r)
-        return;
-    partd_sac_plan_vec_free(&r->main.plan);
-    if (r->policies)
-        for (uint32_t i = 0; i < r->n_modules; i++)
-            free(r->policies[i].ops);
-    free(r->policies);
-    for (uint32_t k = 0; k < r->n_frontier; k++)
-        partd_sac_plan_vec_free(&r->frontier[k].plan);
-    free(r->frontier);
-    free(r);
-}
-
-double partd_sac_result_solve_ms(const struct partd_sac_result *r)
-{
-    return r ? r->solve_ms : 0;
-}
-
-/* ---- JSON --------------------------------------------------------------- */
-
-static json_t *decisions_json(const partd_request *req, const partd_sac_plan_vec *p)
-{
-    json_t *o = json_object();
-    const partd_modules *m = req->modules;
-    for (uint32_t i = 0; o && i < m->n; i++)
-        if (p->y[i] && json_object_set_new(o, partd_str(&req->strings, m->mods[i].fqn),
-                                           json_real((double)p->ratio_e4[i] /
-                                                     PARTD_SAC_RATIO_SCALE)) != 0) {
-            json_decref(o);
-            return NULL;
-        }
-    return o;
-}
-
-/* status, ac_decisions, recomputation_time_ms, peak_memory_bytes, gap. */
-static int answer_json(const partd_request *req, const sac_answer *a, json_t *o)
-{
-    int has_plan = a->status == PARTD_SAC_OPTIMAL || a->status == PARTD_SAC_FEASIBLE;
-    int rc = json_object_set_new(o, "status",
-                                 json_string(partd_sac_status_name(a->status)));
-    if (a->status == PARTD_SAC_NO_SOLUTION)
-        return rc;
-    json_t *d = has_plan ? decisions_json(req, &a->plan) : json_object();
-    rc |= json_object_set_new(o, "ac_decisions", d);
-    rc |= json_object_set_new(o, "recomputation_time_ms",
-                              json_real(has_plan ? a->recompute_ms : 0));
-    if (has_plan)
-        rc |= json_object_set_new(o, "peak_memory_bytes", json_integer(a->peak_bytes));
-    return rc;
-}
-
-static json_t *policies_json(const partd_request *req,
-                             const struct partd_sac_result *r)
-{
-    json_t *o = json_object();
-    const partd_modules *m = req->modules;
-    for (uint32_t i = 0; o && i < m->n; i++) {
-        if (!r->policies[i].computed)
-            continue;
-        json_t *list = json_array();
-        const partd_sac_stats *s = m->mods[i].sac_stats;
-        for (uint32_t k = 0; list && r->policies[i].feasible && k < s->n_ops; k++)
-            json_array_append_new(list, json_integer(r->policies[i].ops[k]));
-        if (!list || json_object_set_new(o, partd_str(&req->strings, m->mods[i].fqn),
-                                         list) != 0) {
-            json_decref(o);
-            return NULL;
-        }
-    }
-    return o;
-}
-
-static json_t *frontier_json(const partd_request *req,
-                             const struct partd_sac_result *r)
-{
-    json_t *arr = json_array();
-    for (uint32_t k = 0; arr && k < r->n_frontier; k++) {
-        const sac_answer *a = &r->frontier[k];
-        json_t *p = json_object();
-        int rc = !p || json_object_set_new(p, "budget_bytes",
-                                           json_integer(a->budget_bytes));
-        rc |= p ? answer_json(req, a, p) : -1;
-        if (a->status == PARTD_SAC_OPTIMAL || a->status == PARTD_SAC_FEASIBLE)
-            rc |= json_object_set_new(p, "gap", json_real(a->gap));
-        if (rc || json_array_append_new(arr, p) != 0) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr;
-}
-
-json_t *partd_sac_result_to_json(const partd_request *req,
-                                 const struct partd_sac_result *r)
-{
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    const sac_answer *a = &r->main;
-    int rc = answer_json(req, a, o);
-    rc |= json_object_set_new(o, "baseline_peak_memory_bytes",
-                              json_integer(r->baseline_peak_bytes));
-    if (r->has_min_peak)
-        rc |= json_object_set_new(o, "min_peak_memory_bytes",
-                                  json_integer(r->min_peak_bytes));
-    rc |= json_object_set_new(o, "budget_bytes", json_integer(a->budget_bytes));
-    if (r->has_fsdp)
-        rc |= json_object_set_new(o, "fsdp_reserved_bytes",
-                                  json_integer(r->reserve_bytes));
-    if (a->status != PARTD_SAC_INFEASIBLE)
-        rc |= json_object_set_new(o, "gap", json_real(a->gap));
-    if (r->policies) {
-        json_t *p = policies_json(req, r);
-        rc |= !p || json_object_set_new(o, "op_policies", p);
-    }
-    if (r->frontier) {
-        json_t *f = frontier_json(req, r);
-        rc |= !f || json_object_set_new(o, "frontier", f);
-    }
-    if (rc) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
 }
