@@ -18,6 +18,8 @@
  * Ownership: a partd_request owns every array in it and the modules model;
  * partd_request_free() releases all of it. Planners read it and never modify
  * it, so one request may be planned from several threads at once.
+ * Errors: nothing here fails; decoding (decode.h) is where a request's
+ * errors come from.
  */
 #ifndef PARTD_MODEL_H
 #define PARTD_MODEL_H

@@ -58,7 +58,7 @@ static int decode_byte_members(partd_reader *d, json_t *obj, const char *base,
         bad |= partd_mi_get_bytes(
             d, obj, base, bytes[i].key,
             bytes[i].dst == &m->act_grad_per_module ? -PARTD_MAX_BYTES : 0, bytes[i].dst) < 0;
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 static int decode_segments(partd_reader *d, json_t *obj, const char *base,
@@ -92,7 +92,7 @@ static int decode_segments(partd_reader *d, json_t *obj, const char *base,
     }
     bad |= partd_mi_get_numbers(d, obj, base, "breakpoints", 0, &m->breakpoints,
                                 &m->n_breakpoints) < 0;
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 /* tradeoff_curve: PyTorch's OrderedDict[float, float], i.e. an object whose
@@ -102,7 +102,7 @@ static int check_tradeoff_curve(partd_reader *d, json_t *obj, const char *base)
     char tc_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
     json_t *tc = partd_read_required(d, obj, base, "tradeoff_curve", tc_ptr);
     if (!tc || partd_read_object(d, tc, tc_ptr, NULL) != 0)
-        return -1;
+        return PARTD_EINVALID;
     const char *key;
     json_t *v;
     int bad = 0;
@@ -112,7 +112,7 @@ static int check_tradeoff_curve(partd_reader *d, json_t *obj, const char *base)
         if (partd_mi_number_value(d, v, ptr, 0, &x) < 0)
             bad = 1;
     }
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 static int decode_module(partd_reader *d, json_t *obj, const char *base,
@@ -120,7 +120,7 @@ static int decode_module(partd_reader *d, json_t *obj, const char *base,
 {
     m->fqn = PARTD_STR_NONE;
     if (partd_read_object(d, obj, base, NULL) != 0)
-        return -1;
+        return PARTD_EINVALID;
     partd_read_reject_unknown(d, obj, base, MOD_STATS_KEYS, 0);
     char ptr[PARTD_POINTER_CAP];
     json_t *fqn = partd_read_required(d, obj, base, "fqn", ptr);
@@ -141,7 +141,7 @@ static int decode_module(partd_reader *d, json_t *obj, const char *base,
         partd_pointer_member(ptr, base, "sac_stats");
         bad |= partd_mi_decode_sac_stats(d, ss, ptr, &m->sac_stats) < 0;
     }
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 static const char *const MODULES_KEYS[] = { "mod_order", "mod_stats", NULL };
@@ -150,21 +150,21 @@ static int decode_all(partd_reader *d, json_t *modules, partd_modules *out)
 {
     const char *base = "/graph/modules";
     if (partd_read_object(d, modules, base, "an object with mod_order and mod_stats") != 0)
-        return -1;
+        return PARTD_EINVALID;
     partd_read_reject_unknown(d, modules, base, MODULES_KEYS, 0);
     char ms_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
     json_t *ms = partd_mi_get_array(d, modules, base, "mod_stats", ms_ptr);
     if (!ms)
-        return -1;
+        return PARTD_EINVALID;
     uint32_t n = (uint32_t)json_array_size(ms);
     if (n == 0) {
         partd_mi_report(d, ms_ptr, "must list at least one module");
-        return -1;
+        return PARTD_EINVALID;
     }
     partd_module *stats = calloc(n, sizeof *stats);
     partd_mi_fqn_entry *map = calloc(n, sizeof *map);
     uint32_t *orders = calloc(3 * (size_t)n, sizeof *orders);
-    int rc = -1;
+    int rc = PARTD_EINVALID;
     if (!stats || !map || !orders) {
         d->oom = 1;
         goto done;

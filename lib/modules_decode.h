@@ -9,10 +9,11 @@
  *                        assembled tree (pre/post order, parents, root check)
  *   modules.c            mod_stats entries and the entry points (modules.h)
  *
- * Errors: as json_read.h, every function returns 0, or -1 after reporting
- * each violation at its JSON Pointer in the reader's problem; an allocation
- * failure sets the reader's `oom` (the entry point then answers
- * PARTD_ENOMEM). Functions that allocate say who owns the result.
+ * Errors: as json_read.h, every int function returns PARTD_OK, or
+ * PARTD_EINVALID after reporting each violation at its JSON Pointer in the
+ * reader's problem; an allocation failure sets the reader's `oom` (and
+ * returns PARTD_EINVALID: the entry point then answers PARTD_ENOMEM).
+ * Functions that allocate say who owns the result.
  */
 #ifndef PARTD_MODULES_DECODE_H
 #define PARTD_MODULES_DECODE_H
@@ -23,6 +24,7 @@
 
 #include "json_read.h"
 #include "modules.h"
+#include "partd.h"
 
 /* ---- modules_read.c ---- */
 

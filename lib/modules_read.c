@@ -24,7 +24,7 @@ int partd_mi_get_bytes(partd_reader *d, json_t *obj, const char *base, const cha
 {
     char ptr[PARTD_POINTER_CAP];
     json_t *v = partd_read_required(d, obj, base, key, ptr);
-    return v ? partd_read_bytes(d, v, ptr, min, out) : -1;
+    return v ? partd_read_bytes(d, v, ptr, min, out) : PARTD_EINVALID;
 }
 
 int partd_mi_number_value(partd_reader *d, json_t *v, const char *ptr, int nonneg,
@@ -38,7 +38,7 @@ int partd_mi_get_number(partd_reader *d, json_t *obj, const char *base, const ch
 {
     char ptr[PARTD_POINTER_CAP];
     json_t *v = partd_read_required(d, obj, base, key, ptr);
-    return v ? partd_mi_number_value(d, v, ptr, nonneg, out) : -1;
+    return v ? partd_mi_number_value(d, v, ptr, nonneg, out) : PARTD_EINVALID;
 }
 
 int partd_mi_get_bool(partd_reader *d, json_t *obj, const char *base, const char *key,
@@ -46,7 +46,7 @@ int partd_mi_get_bool(partd_reader *d, json_t *obj, const char *base, const char
 {
     char ptr[PARTD_POINTER_CAP];
     json_t *v = partd_read_required(d, obj, base, key, ptr);
-    return v ? partd_read_bool(d, v, ptr, out) : -1;
+    return v ? partd_read_bool(d, v, ptr, out) : PARTD_EINVALID;
 }
 
 json_t *partd_mi_get_array(partd_reader *d, json_t *obj, const char *base,
@@ -64,14 +64,14 @@ int partd_mi_get_numbers(partd_reader *d, json_t *obj, const char *base,
     char arr_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
     json_t *arr = partd_mi_get_array(d, obj, base, key, arr_ptr);
     if (!arr)
-        return -1;
+        return PARTD_EINVALID;
     size_t len = json_array_size(arr);
     if (len == 0)
-        return 0;
+        return PARTD_OK;
     double *xs = calloc(len, sizeof *xs);
     if (!xs) {
         d->oom = 1;
-        return -1;
+        return PARTD_EINVALID;
     }
     int bad = 0;
     for (size_t i = 0; i < len; i++) {
@@ -81,5 +81,5 @@ int partd_mi_get_numbers(partd_reader *d, json_t *obj, const char *base,
     }
     *out = xs;
     *n = (uint32_t)len;
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }

@@ -28,10 +28,10 @@ static int op_index(partd_reader *d, json_t *v, const char *ptr, uint32_t n_ops,
     if (!json_is_integer(v) || json_integer_value(v) < 0 ||
         json_integer_value(v) >= (json_int_t)n_ops) {
         partd_mi_report(d, ptr, "must be an op index between 0 and %u", n_ops ? n_ops - 1 : 0);
-        return -1;
+        return PARTD_EINVALID;
     }
     *out = (uint32_t)json_integer_value(v);
-    return 0;
+    return PARTD_OK;
 }
 
 static int get_index_list(partd_reader *d, json_t *obj, const char *base,
@@ -43,14 +43,14 @@ static int get_index_list(partd_reader *d, json_t *obj, const char *base,
     char arr_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
     json_t *arr = partd_mi_get_array(d, obj, base, key, arr_ptr);
     if (!arr)
-        return -1;
+        return PARTD_EINVALID;
     size_t len = json_array_size(arr);
     if (len == 0)
-        return 0;
+        return PARTD_OK;
     uint32_t *xs = calloc(len, sizeof *xs);
     if (!xs) {
         d->oom = 1;
-        return -1;
+        return PARTD_EINVALID;
     }
     int bad = 0;
     for (size_t i = 0; i < len; i++) {
@@ -60,7 +60,7 @@ static int get_index_list(partd_reader *d, json_t *obj, const char *base,
     }
     *out = xs;
     *n = (uint32_t)len;
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 static int get_inplace_ops(partd_reader *d, json_t *obj, const char *base,
@@ -69,15 +69,15 @@ static int get_inplace_ops(partd_reader *d, json_t *obj, const char *base,
     char arr_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP], ptr2[PARTD_POINTER_CAP];
     json_t *arr = partd_mi_get_array(d, obj, base, "inplace_ops", arr_ptr);
     if (!arr)
-        return -1;
+        return PARTD_EINVALID;
     size_t len = json_array_size(arr);
     if (len == 0)
-        return 0;
+        return PARTD_OK;
     s->inplace_op = calloc(len, sizeof *s->inplace_op);
     s->inplace_parent = calloc(len, sizeof *s->inplace_parent);
     if (!s->inplace_op || !s->inplace_parent) {
         d->oom = 1;
-        return -1;
+        return PARTD_EINVALID;
     }
     s->n_inplace = (uint32_t)len;
     int bad = 0;
@@ -98,7 +98,7 @@ static int get_inplace_ops(partd_reader *d, json_t *obj, const char *base,
             }
         }
     }
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 static const char *const SAC_STATS_KEYS[] = {
@@ -112,14 +112,14 @@ static int decode_func_names(partd_reader *d, json_t *obj, const char *base,
     char arr_ptr[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
     json_t *names = partd_mi_get_array(d, obj, base, "func_names", arr_ptr);
     if (!names)
-        return -1;
+        return PARTD_EINVALID;
     s->n_ops = (uint32_t)json_array_size(names);
     if (s->n_ops == 0)
-        return 0;
+        return PARTD_OK;
     s->func_names = calloc(s->n_ops, sizeof *s->func_names);
     if (!s->func_names) {
         d->oom = 1;
-        return -1;
+        return PARTD_EINVALID;
     }
     int bad = 0;
     for (uint32_t i = 0; i < s->n_ops; i++) {
@@ -133,10 +133,10 @@ static int decode_func_names(partd_reader *d, json_t *obj, const char *base,
         s->func_names[i] = partd_strtab_intern(d->strings, name, json_string_length(v));
         if (s->func_names[i] == PARTD_STR_NONE) {
             d->oom = 1;
-            return -1;
+            return PARTD_EINVALID;
         }
     }
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 static int decode_op_costs(partd_reader *d, json_t *obj, const char *base,
@@ -153,17 +153,17 @@ static int decode_op_costs(partd_reader *d, json_t *obj, const char *base,
     }
     json_t *mem = partd_mi_get_array(d, obj, base, "memory", ptr);
     if (!mem)
-        return -1;
+        return PARTD_EINVALID;
     if (json_array_size(mem) != s->n_ops) {
         partd_mi_report(d, ptr, "must have one entry per op of func_names (%u), got %zu",
                         s->n_ops, json_array_size(mem));
-        return -1;
+        return PARTD_EINVALID;
     }
     if (s->n_ops) {
         s->memory = calloc(s->n_ops, sizeof *s->memory);
         if (!s->memory) {
             d->oom = 1;
-            return -1;
+            return PARTD_EINVALID;
         }
     }
     for (uint32_t i = 0; i < s->n_ops; i++) {
@@ -171,7 +171,7 @@ static int decode_op_costs(partd_reader *d, json_t *obj, const char *base,
         if (partd_read_bytes(d, json_array_get(mem, i), ptr2, 0, &s->memory[i]) < 0)
             bad = 1;
     }
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 int partd_mi_decode_sac_stats(partd_reader *d, json_t *obj, const char *base,
@@ -179,16 +179,16 @@ int partd_mi_decode_sac_stats(partd_reader *d, json_t *obj, const char *base,
 {
     *out = NULL;
     if (partd_read_object(d, obj, base, NULL) != 0)
-        return -1;
+        return PARTD_EINVALID;
     partd_read_reject_unknown(d, obj, base, SAC_STATS_KEYS, 0);
     partd_sac_stats *s = calloc(1, sizeof *s);
     if (!s) {
         d->oom = 1;
-        return -1;
+        return PARTD_EINVALID;
     }
     *out = s;
     if (decode_func_names(d, obj, base, s) < 0)
-        return -1; /* op indices cannot be checked without n_ops */
+        return PARTD_EINVALID; /* op indices cannot be checked without n_ops */
     int bad = decode_op_costs(d, obj, base, s) < 0;
     bad |= get_index_list(d, obj, base, "view_like_ops", s->n_ops,
                           &s->view_like_ops, &s->n_view_like) < 0;
@@ -198,5 +198,5 @@ int partd_mi_decode_sac_stats(partd_reader *d, json_t *obj, const char *base,
                           &s->saved_autograd_ops, &s->n_saved_autograd) < 0;
     bad |= get_inplace_ops(d, obj, base, s) < 0;
     bad |= partd_mi_get_bool(d, obj, base, "force_store_random", &s->force_store_random) < 0;
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }

@@ -62,11 +62,11 @@ static int decode_order(partd_reader *d, json_t *list, const char *ptr_list,
 {
     char ptr[PARTD_POINTER_CAP];
     if (partd_read_array(d, list, ptr_list, "an array of module fqns") != 0)
-        return -1;
+        return PARTD_EINVALID;
     uint8_t *seen = calloc(n ? n : 1, 1);
     if (!seen) {
         d->oom = 1;
-        return -1;
+        return PARTD_EINVALID;
     }
     int bad = 0;
     size_t len = json_array_size(list);
@@ -98,7 +98,7 @@ static int decode_order(partd_reader *d, json_t *list, const char *ptr_list,
             bad = 1;
         }
     free(seen);
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 static const char *const MOD_ORDER_KEYS[] = {
@@ -112,7 +112,7 @@ int partd_mi_decode_orders(partd_reader *d, json_t *modules, const partd_module 
     char base[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
     json_t *mo = partd_read_required(d, modules, "/graph/modules", "mod_order", base);
     if (!mo || partd_read_object(d, mo, base, NULL) != 0)
-        return -1;
+        return PARTD_EINVALID;
     partd_read_reject_unknown(d, mo, base, MOD_ORDER_KEYS, 0);
     int bad = 0;
     uint32_t *dst[4] = { pre, post, scratch, scratch };
@@ -124,7 +124,7 @@ int partd_mi_decode_orders(partd_reader *d, json_t *modules, const partd_module 
         }
         bad |= decode_order(d, list, ptr, stats, n, map, n_map, dst[k]) < 0;
     }
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 /* ---- assembly ----------------------------------------------------------- */
@@ -149,7 +149,7 @@ int partd_mi_build_map(partd_reader *d, const partd_module *stats, uint32_t n,
             bad = 1;
         }
     *n_map = m;
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }
 
 int partd_mi_assemble(partd_reader *d, partd_module *stats, const partd_mi_fqn_entry *map,
@@ -163,7 +163,7 @@ int partd_mi_assemble(partd_reader *d, partd_module *stats, const partd_mi_fqn_e
     if (!pos_in_pre || !out->mods || !out->post_order || !out->by_fqn) {
         free(pos_in_pre);
         d->oom = 1;
-        return -1;
+        return PARTD_EINVALID;
     }
     for (uint32_t k = 0; k < n; k++)
         pos_in_pre[pre[k]] = k;
@@ -197,5 +197,5 @@ int partd_mi_assemble(partd_reader *d, partd_module *stats, const partd_mi_fqn_e
         }
     }
     free(pos_in_pre);
-    return bad ? -1 : 0;
+    return bad ? PARTD_EINVALID : PARTD_OK;
 }

@@ -5,6 +5,8 @@
  *
  * Ownership: a partd_sac_result owns its plans, policies and frontier;
  * partd_sac_result_free() (sac.h) releases all of it.
+ * Errors: types only; the functions are in sac.h (rendering returns NULL
+ * when memory runs out).
  */
 #ifndef PARTD_SAC_RESULT_H
 #define PARTD_SAC_RESULT_H
