@@ -5,6 +5,9 @@
  * calls partd_cancel_check() at least every few milliseconds of work (every
  * few thousand nodes, every solver callback) and unwinds with the code it
  * returns. A NULL pointer means "never cancelled".
+ *
+ * Errors: partd_cancel_check() is the source of PARTD_ECANCELLED and
+ * PARTD_ETIMEOUT (partd.h) for every planner; nothing here allocates.
  */
 #ifndef PARTD_CANCEL_H
 #define PARTD_CANCEL_H

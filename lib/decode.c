@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "enums.h"
 #include "hash.h"
 #include "json_read.h"
 #include "modules.h"
@@ -135,10 +136,6 @@ static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
 }
 
 /* ---- nodes --------------------------------------------------------------- */
-
-static const char *const op_names[] = {"placeholder", "get_attr", "call_module",
-                                       "call_function", "call_method", "output",
-                                       NULL};
 
 static int alloc_graph(decoder *d, uint32_t n)
 {
@@ -317,7 +314,7 @@ static void decode_node(decoder *d, json_t *node, size_t i)
     if (!op)
         add(d, ptr, "is required");
     else
-        partd_read_enum(r, op, ptr, op_names, &op_code);
+        partd_read_enum(r, op, ptr, partd_op_table.names, &op_code);
     g->op[i] = (uint8_t)op_code;
     if (param_bytes && params) {
         partd_pointer_member(ptr, base, "params");
@@ -332,7 +329,7 @@ static void decode_node(decoder *d, json_t *node, size_t i)
     if ((op_code == PARTD_OP_PLACEHOLDER || op_code == PARTD_OP_GET_ATTR) &&
         d->n_in_names > d->in_name_off[i]) {
         partd_pointer_member(ptr, base, "inputs");
-        partd_problem_add(r->pb, ptr, "a %s node reads no other node", op_names[op_code]);
+        partd_problem_add(r->pb, ptr, "a %s node reads no other node", partd_op_name((partd_op)op_code));
     }
 done:
     d->in_name_off[i + 1] = d->n_in_names;
@@ -913,10 +910,6 @@ static void decode_devices(decoder *d, json_t *devices, const partd_decode_limit
     check_device_repeats(d);
 }
 
-static const char *const mode_names[] = {"pipeline", "size_based", NULL};
-static const char *const balance_names[] = {"time", "memory", "params", "uniform", NULL};
-static const char *const schedule_names[] = {"inference", "gpipe", "1f1b", NULL};
-
 static void decode_pipeline_options(decoder *d, json_t *o, uint32_t default_stages)
 {
     static const char *const members[] = {"stages", "balance_by", "cut_after", "schedule",
@@ -944,10 +937,10 @@ static void decode_pipeline_options(decoder *d, json_t *o, uint32_t default_stag
             po->stages = (uint32_t)json_integer_value(v);
     }
     if ((v = json_object_get(o, "balance_by")) &&
-        partd_read_enum(r, v, "/options/pipeline/balance_by", balance_names, &e) == 0)
+        partd_read_enum(r, v, "/options/pipeline/balance_by", partd_balance_by_table.names, &e) == 0)
         po->balance_by = (partd_balance_by)e;
     if ((v = json_object_get(o, "schedule")) &&
-        partd_read_enum(r, v, "/options/pipeline/schedule", schedule_names, &e) == 0)
+        partd_read_enum(r, v, "/options/pipeline/schedule", partd_schedule_table.names, &e) == 0)
         po->schedule = (partd_schedule)e;
     if ((v = json_object_get(o, "microbatches")) &&
         partd_read_int(r, v, "/options/pipeline/microbatches", 1, MAX_MICROBATCHES, &x) == 0)
@@ -1027,7 +1020,7 @@ static void decode_options(decoder *d, json_t *o)
         int e;
         partd_read_reject_unknown(&d->r, o, "/options", members, 0);
         if ((v = json_object_get(o, "mode")) &&
-            partd_read_enum(&d->r, v, "/options/mode", mode_names, &e) == 0)
+            partd_read_enum(&d->r, v, "/options/mode", partd_mode_table.names, &e) == 0)
             req->options.mode = (partd_mode)e;
         if ((v = json_object_get(o, "transfer_bytes_per_sec")))
             partd_read_number(&d->r, v, "/options/transfer_bytes_per_sec", 0, 1, 1e18,

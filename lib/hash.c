@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "enums.h"
 #include "partd.h"
 
 #define DUMP_FLAGS (JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17))
@@ -39,9 +40,6 @@ int partd_sha256_hex(const void *data, size_t len, char out[72])
     to_hex(md, n, out);
     return PARTD_OK;
 }
-
-static const char *const op_names[] = {"placeholder", "get_attr", "call_module",
-                                       "call_function", "call_method", "output"};
 
 /* The canonical text is written into a buffer that feeds the digest in
  * large chunks. Strings of plain printable ASCII (node names, almost always)
@@ -187,7 +185,7 @@ static void w_node(digest_writer *w, const partd_request *r, uint32_t p)
     w_lit(w, ",\"name\":");
     w_str(w, r, g->name[p]);
     w_lit(w, ",\"op\":\"");
-    w_lit(w, op_names[g->op[p]]);
+    w_lit(w, partd_op_name((partd_op)g->op[p]));
     w_lit(w, "\",\"output_bytes\":");
     w_int(w, g->output_bytes[p]);
     w_lit(w, ",\"param_bytes\":");
@@ -266,15 +264,12 @@ static json_t *name_list(const partd_request *r, const uint32_t *ids, uint32_t n
 
 static json_t *canonical_options(const partd_request *r)
 {
-    static const char *const modes[] = {"pipeline", "size_based"};
-    static const char *const balance[] = {"time", "memory", "params", "uniform"};
-    static const char *const schedules[] = {"inference", "gpipe", "1f1b"};
     const partd_options *o = &r->options;
     json_t *pipe = json_pack("{s:I, s:s, s:o, s:s, s:I, s:f}",
                              "stages", (json_int_t)o->pipeline.stages,
-                             "balance_by", balance[o->pipeline.balance_by],
+                             "balance_by", partd_balance_by_name(o->pipeline.balance_by),
                              "cut_after", name_list(r, o->pipeline.cut_after, o->pipeline.n_cut_after),
-                             "schedule", schedules[o->pipeline.schedule],
+                             "schedule", partd_schedule_name(o->pipeline.schedule),
                              "microbatches", (json_int_t)o->pipeline.microbatches,
                              "param_factor", o->pipeline.param_factor);
     json_t *sac = json_null();
@@ -294,7 +289,7 @@ static json_t *canonical_options(const partd_request *r)
                         "relative_gap", o->sac.relative_gap,
                         "frontier_points", (json_int_t)o->sac.frontier_points);
     }
-    return json_pack("{s:s, s:f, s:o, s:o}", "mode", modes[o->mode],
+    return json_pack("{s:s, s:f, s:o, s:o}", "mode", partd_mode_name(o->mode),
                      "transfer_bytes_per_sec", o->transfer_bytes_per_sec,
                      "pipeline", pipe, "sac", sac);
 }

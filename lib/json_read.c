@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "partd.h"
+
 const char *partd_json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
@@ -60,9 +62,9 @@ static int expect_type(partd_reader *r, json_t *v, const char *ptr, json_type ty
                        const char *what)
 {
     if (json_typeof(v) == type)
-        return 0;
+        return PARTD_OK;
     partd_problem_add(r->pb, ptr, "must be %s, not %s", what, partd_json_type_name(v));
-    return -1;
+    return PARTD_EINVALID;
 }
 
 int partd_read_object(partd_reader *r, json_t *v, const char *ptr, const char *what)
@@ -77,7 +79,7 @@ int partd_read_array(partd_reader *r, json_t *v, const char *ptr, const char *wh
 
 const char *partd_read_string(partd_reader *r, json_t *v, const char *ptr)
 {
-    return expect_type(r, v, ptr, JSON_STRING, "a string") == 0 ? json_string_value(v)
+    return expect_type(r, v, ptr, JSON_STRING, "a string") == PARTD_OK ? json_string_value(v)
                                                                  : NULL;
 }
 
@@ -126,12 +128,12 @@ int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
     if (json_is_real(v)) {
         partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %.17g",
                           json_real_value(v));
-        return -1;
+        return PARTD_EINVALID;
     }
     if (!json_is_integer(v)) {
         partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %s",
                           partd_json_type_name(v));
-        return -1;
+        return PARTD_EINVALID;
     }
     return partd_read_int(r, v, ptr, min, PARTD_MAX_BYTES, out);
 }
@@ -142,7 +144,7 @@ int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
     if (!json_is_integer(v)) {
         partd_problem_add(r->pb, ptr, "must be an integer, not %s",
                           partd_json_type_name(v));
-        return -1;
+        return PARTD_EINVALID;
     }
     json_int_t x = json_integer_value(v);
     if (x < min || x > max) {
@@ -151,10 +153,10 @@ int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
         bound_text(hi, sizeof hi, max);
         partd_problem_add(r->pb, ptr, "must be between %s and %s, not %lld", lo, hi,
                           (long long)x);
-        return -1;
+        return PARTD_EINVALID;
     }
     *out = x;
-    return 0;
+    return PARTD_OK;
 }
 
 int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
@@ -162,34 +164,34 @@ int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
 {
     if (!json_is_number(v)) {
         partd_problem_add(r->pb, ptr, "must be a number, not %s", partd_json_type_name(v));
-        return -1;
+        return PARTD_EINVALID;
     }
     double x = json_number_value(v);
     if (!isfinite(x)) {
         partd_problem_add(r->pb, ptr, "must be a finite number");
-        return -1;
+        return PARTD_EINVALID;
     }
     if (min_exclusive ? !(x > min) : !(x >= min)) {
         partd_problem_add(r->pb, ptr, "must be %s %g, not %.17g",
                           min_exclusive ? "greater than" : "at least", min, x);
-        return -1;
+        return PARTD_EINVALID;
     }
     if (x > max) {
         partd_problem_add(r->pb, ptr, "must be at most %g, not %.17g", max, x);
-        return -1;
+        return PARTD_EINVALID;
     }
     *out = x;
-    return 0;
+    return PARTD_OK;
 }
 
 int partd_read_bool(partd_reader *r, json_t *v, const char *ptr, int *out)
 {
     if (!json_is_boolean(v)) {
         partd_problem_add(r->pb, ptr, "must be a boolean, not %s", partd_json_type_name(v));
-        return -1;
+        return PARTD_EINVALID;
     }
     *out = json_is_true(v);
-    return 0;
+    return PARTD_OK;
 }
 
 int partd_read_enum(partd_reader *r, json_t *v, const char *ptr,
@@ -197,11 +199,11 @@ int partd_read_enum(partd_reader *r, json_t *v, const char *ptr,
 {
     const char *s = partd_read_string(r, v, ptr);
     if (!s)
-        return -1;
+        return PARTD_EINVALID;
     for (int i = 0; names[i]; i++)
         if (strcmp(names[i], s) == 0) {
             *out = i;
-            return 0;
+            return PARTD_OK;
         }
     char list[256] = "";
     for (int i = 0; names[i]; i++) {
@@ -209,5 +211,5 @@ int partd_read_enum(partd_reader *r, json_t *v, const char *ptr,
         strncat(list, names[i], sizeof list - strlen(list) - 1);
     }
     partd_problem_add(r->pb, ptr, "must be one of %s, not \"%.64s\"", list, s);
-    return -1;
+    return PARTD_EINVALID;
 }

@@ -15,8 +15,8 @@
  *
  * Errors: a getter that finds a bad value adds one error to the reader's
  * problem, at the pointer it was given (the offending member), and returns
- * -1 (or NULL / PARTD_STR_NONE as stated); on success it returns 0 and
- * writes *out. Nothing is written to *out on failure. Interning a name can
+ * PARTD_EINVALID (partd.h; or NULL / PARTD_STR_NONE as stated); on success
+ * it returns PARTD_OK and writes *out. Nothing is written to *out on failure. Interning a name can
  * run out of memory: that is reported at the member too and sets `oom`, so a
  * decoder that must answer ENOMEM instead can tell.
  *
@@ -84,9 +84,10 @@ void partd_read_reject_unknown(partd_reader *r, json_t *obj, const char *base,
 json_t *partd_read_required(partd_reader *r, json_t *obj, const char *base,
                             const char *key, char *ptr);
 
-/* Type checks: 0, or -1 with "must be <what>, not <type>" reported. `what`
- * NULL means "an object" / "an array"; a caller passes a longer phrase
- * ("an array of node names") where that helps the client. */
+/* Type checks: PARTD_OK, or PARTD_EINVALID with "must be <what>, not
+ * <type>" reported. `what` NULL means "an object" / "an array"; a caller
+ * passes a longer phrase ("an array of node names") where that helps the
+ * client. */
 int partd_read_object(partd_reader *r, json_t *v, const char *ptr, const char *what);
 int partd_read_array(partd_reader *r, json_t *v, const char *ptr, const char *what);
 

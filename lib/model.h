@@ -12,27 +12,25 @@
  * the request). `request_index[i]` maps back to the position in
  * `graph.nodes` of the request, for JSON Pointers in error messages.
  *
+ * The enumerations (partd_op, partd_mode, ...) and their wire names are in
+ * enums.h.
+ *
  * Ownership: a partd_request owns every array in it and the modules model;
  * partd_request_free() releases all of it. Planners read it and never modify
  * it, so one request may be planned from several threads at once.
+ * Errors: nothing here fails; decoding (decode.h) is where a request's
+ * errors come from.
  */
 #ifndef PARTD_MODEL_H
 #define PARTD_MODEL_H
 
 #include <stdint.h>
 
+#include "enums.h"
 #include "strtab.h"
 
 #define PARTD_NONE UINT32_MAX
 
-typedef enum partd_op {
-    PARTD_OP_PLACEHOLDER = 0,
-    PARTD_OP_GET_ATTR,
-    PARTD_OP_CALL_MODULE,
-    PARTD_OP_CALL_FUNCTION,
-    PARTD_OP_CALL_METHOD,
-    PARTD_OP_OUTPUT
-} partd_op;
 
 /* call_module, call_function, call_method: what FX calls an operation. */
 static inline int partd_op_is_operation(partd_op op)
@@ -81,24 +79,6 @@ typedef struct partd_device {
     int64_t logical_id;        /* unique; default: index in the list */
     double speed;              /* > 0; default 1.0 */
 } partd_device;
-
-typedef enum partd_mode {
-    PARTD_MODE_PIPELINE = 0,
-    PARTD_MODE_SIZE_BASED
-} partd_mode;
-
-typedef enum partd_balance_by {
-    PARTD_BALANCE_TIME = 0,
-    PARTD_BALANCE_MEMORY,
-    PARTD_BALANCE_PARAMS,
-    PARTD_BALANCE_UNIFORM
-} partd_balance_by;
-
-typedef enum partd_schedule {
-    PARTD_SCHEDULE_INFERENCE = 0,
-    PARTD_SCHEDULE_GPIPE,
-    PARTD_SCHEDULE_1F1B
-} partd_schedule;
 
 typedef struct partd_pipeline_options {
     uint32_t stages;           /* resolved: the default is filled in */

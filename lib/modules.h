@@ -16,7 +16,11 @@
  * Ownership: *out is a new model owned by the caller (partd_modules_free);
  * *canonical a malloc'd canonical JSON text of the object (sorted keys,
  * compact) for graph_hash. Both NULL on failure.
- * Errors: PARTD_EINVALID (problem filled), PARTD_ENOMEM.
+ * Errors: PARTD_OK, or PARTD_EINVALID (problem filled) or PARTD_ENOMEM.
+ *
+ * The decoder is split by what it reads (modules_decode.h): member readers
+ * (modules_read.c), sac_stats (modules_sac_stats.c), the order lists and
+ * tree (modules_tree.c), mod_stats and the entry points (modules.c).
  */
 #ifndef PARTD_MODULES_H
 #define PARTD_MODULES_H

@@ -1,9 +1,17 @@
 /*
  * partd.h - library-wide constants: version strings and error codes.
  *
- * Every lib/ function that can fail returns one of the PARTD_E* codes below
- * (negative) or PARTD_OK, and, where the caller needs the reason, fills a
- * partd_problem (problem.h) with an RFC 9457 problem document.
+ * The lib/ error convention: every lib/ function that can fail returns
+ * PARTD_OK (0) or one of the negative PARTD_E* codes below, and, where the
+ * caller needs the reason, fills a partd_problem (problem.h) with an RFC 9457
+ * problem document. The exceptions, each stated in its header:
+ *   - constructors and renderers returning a pointer (partd_plan_alloc,
+ *     partd_result_to_json, partd_problem_to_json, ...) return NULL when,
+ *     and only when, memory runs out (PARTD_ENOMEM);
+ *   - partd_strtab_intern returns PARTD_STR_NONE when memory runs out;
+ *   - predicates (partd_problem_full, partd_sac_fits, ...) return 1 or 0 and
+ *     cannot fail.
+ * Every lib/ header says in its opening comment how its errors come back.
  */
 #ifndef PARTD_H
 #define PARTD_H

@@ -2,14 +2,16 @@
  * pipeline_set.h - sets of stage-boundary positions as sorted runs, and a
  * cursor for queries that never decrease (internal to pipeline*.c).
  *
- * Allocation: a pl_set owns `run` (free it); set_add/set_add_range return -1
- * when out of memory.
+ * Allocation: a pl_set owns `run` (free it); set_add/set_add_range return
+ * PARTD_OK, or PARTD_ENOMEM (partd.h) when out of memory.
  */
 #ifndef PARTD_PIPELINE_SET_H
 #define PARTD_PIPELINE_SET_H
 
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "partd.h"
 
 typedef struct pl_run {
     int32_t lo, hi; /* inclusive */
@@ -33,29 +35,29 @@ static inline int set_add(pl_set *s, int32_t x)
     s->count++;
     if (s->n && s->run[s->n - 1].hi + 1 == x) {
         s->run[s->n - 1].hi = x;
-        return 0;
+        return PARTD_OK;
     }
     if (s->n == s->cap) {
         uint32_t cap = s->cap ? 2 * s->cap : 16;
         pl_run *r = realloc(s->run, cap * sizeof *r);
         if (!r)
-            return -1;
+            return PARTD_ENOMEM;
         s->run = r;
         s->cap = cap;
     }
     s->run[s->n++] = (pl_run){x, x};
-    return 0;
+    return PARTD_OK;
 }
 
 static inline int set_add_range(pl_set *s, int32_t lo, int32_t hi)
 {
     if (lo > hi)
-        return 0;
+        return PARTD_OK;
     if (set_add(s, lo))
-        return -1;
+        return PARTD_ENOMEM;
     s->run[s->n - 1].hi = hi;
     s->count += (uint64_t)(hi - lo);
-    return 0;
+    return PARTD_OK;
 }
 
 /* Walks a set with queries that never decrease. */

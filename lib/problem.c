@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "partd.h"
+
 #define TYPE_PREFIX "urn:partd:problem:"
 
 void partd_problem_init(partd_problem *p)
@@ -62,7 +64,7 @@ int partd_problem_add(partd_problem *p, const char *pointer, const char *fmt, ..
 {
     if (p->n_errors >= PARTD_PROBLEM_MAX_ERRORS) {
         p->dropped++;
-        return -1;
+        return PARTD_ETOOBIG;
     }
     va_list ap;
     va_start(ap, fmt);
@@ -73,12 +75,12 @@ int partd_problem_add(partd_problem *p, const char *pointer, const char *fmt, ..
         free(msg);
         free(ptr);
         p->dropped++;
-        return -1;
+        return PARTD_ENOMEM;
     }
     p->errors[p->n_errors].pointer = ptr;
     p->errors[p->n_errors].message = msg;
     p->n_errors++;
-    return 0;
+    return PARTD_OK;
 }
 
 int partd_problem_full(const partd_problem *p)

@@ -9,6 +9,9 @@
  * Ownership: the struct owns every string in it; partd_problem_free() releases
  * them. All functions tolerate allocation failure by dropping the entry
  * (a problem document must never be the reason a request crashes).
+ * Errors: partd_problem_add() returns PARTD_OK or a PARTD_E* code (partd.h)
+ * that callers may ignore (the entry is counted in `dropped` either way);
+ * the serialisers return a malloc'd string, or NULL when memory runs out.
  */
 #ifndef PARTD_PROBLEM_H
 #define PARTD_PROBLEM_H
@@ -43,7 +46,9 @@ void partd_problem_set(partd_problem *p, int status, const char *type_slug,
     __attribute__((format(printf, 5, 6)));
 
 /* Appends one error. `pointer` is copied verbatim (build it with
- * partd_pointer_*). Returns 0, or -1 when the cap was reached (counted). */
+ * partd_pointer_*). Returns PARTD_OK, or PARTD_ETOOBIG when the cap was
+ * reached / PARTD_ENOMEM when a copy failed (the entry is counted in
+ * `dropped`). */
 int partd_problem_add(partd_problem *p, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -51,7 +56,8 @@ int partd_problem_add(partd_problem *p, const char *pointer, const char *fmt, ..
 int partd_problem_full(const partd_problem *p);
 
 /* Serialises as application/problem+json (keys in a fixed order, compact,
- * newline-terminated). Returns a malloc'd NUL-terminated string or NULL. */
+ * newline-terminated). Returns a malloc'd NUL-terminated string (caller
+ * frees), or NULL when memory runs out. */
 char *partd_problem_to_json(const partd_problem *p, size_t *len);
 
 /* json_dumps(doc, flags) followed by a newline: the shape of every document

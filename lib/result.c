@@ -11,12 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "enums.h"
 #include "problem.h"
 #include "sac.h"
 
 #define DUMP_FLAGS (JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(15))
-
-static const char *const mode_names[] = {"pipeline", "size_based"};
 
 static json_t *node_names(const partd_request *r, const uint32_t *nodes, uint32_t n)
 {
@@ -102,7 +101,7 @@ static json_t *result_json(const partd_request *r, const partd_plan *plan)
         json_decref(parts);
         return NULL;
     }
-    json_object_set_new(doc, "mode", json_string(mode_names[plan->mode]));
+    json_object_set_new(doc, "mode", json_string(partd_mode_name(plan->mode)));
     for (uint32_t i = 0; i < plan->n_parts; i++) {
         json_t *p = partition_json(r, &plan->parts[i], i);
         if (!p || json_array_append_new(parts, p) != 0) {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "model.h"
-#include "plan.h"
+#include "plan_types.h"
 
 char *partd_result_to_json(const partd_request *req, const partd_plan *plan,
                            size_t *len);

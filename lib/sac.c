@@ -26,51 +26,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "enums.h"
 #include "modules.h"
 #include "partd.h"
 #include "sac_milp.h"
 #include "sac_model.h"
 #include "sac_oplevel.h"
+#include "sac_result.h"
 
 /* When no rounding of the solver's answer at the budget fits it exactly (the
  * answer used CBC's feasibility tolerance, ~1e-7 GiB, about 100 bytes), the
  * solver is run again with the budget minus this margin, whose answers do. */
 #define SOLVER_MARGIN_BYTES 4096.0
-
-typedef enum sac_status {
-    SAC_OPTIMAL = 0,
-    SAC_FEASIBLE,
-    SAC_INFEASIBLE,
-    SAC_NO_SOLUTION /* a frontier point the time limit cut before any plan */
-} sac_status;
-
-typedef struct sac_answer {
-    sac_status status;
-    double gap;
-    int64_t budget_bytes;    /* as the user states budgets: cap + FSDP reserve */
-    int64_t peak_bytes;
-    double recompute_ms;
-    partd_sac_plan_vec plan;
-} sac_answer;
-
-typedef struct op_policy {
-    int computed, feasible;
-    uint8_t *ops;
-} op_policy;
-
-struct partd_sac_result {
-    sac_answer main;
-    int64_t baseline_peak_bytes;
-    int has_min_peak;
-    int64_t min_peak_bytes;
-    int has_fsdp;
-    int64_t reserve_bytes;
-    uint32_t n_modules;
-    op_policy *policies;     /* per module when op_level, else NULL */
-    uint32_t n_frontier;
-    sac_answer *frontier;
-    double solve_ms;
-};
 
 typedef struct planner {
     const partd_sac_tree *t;
@@ -80,7 +47,7 @@ typedef struct planner {
     int64_t baseline;
     int has_min_peak;
     int64_t min_peak;
-    sac_status min_peak_status;
+    partd_sac_status min_peak_status;
     partd_sac_plan_vec min_plan;
 } planner;
 
@@ -134,7 +101,7 @@ static int round_to_fit(const partd_sac_tree *t, const uint8_t *y, const double 
     return 0;
 }
 
-static void score_answer(const partd_sac_tree *t, sac_answer *a)
+static void score_answer(const partd_sac_tree *t, partd_sac_answer *a)
 {
     partd_sac_score s;
     partd_sac_evaluate(t, &a->plan, &s);
@@ -185,7 +152,7 @@ static int ensure_min_peak(planner *pl, raw *x)
     const partd_sac_tree *t = pl->t;
     memset(pl->min_plan.y, 0, t->n);
     memset(pl->min_plan.ratio_e4, 0, t->n * sizeof *pl->min_plan.ratio_e4);
-    pl->min_peak_status = SAC_OPTIMAL;
+    pl->min_peak_status = PARTD_SAC_OPTIMAL;
     if (t->n_eligible > 0) {
         partd_sac_milp_out out;
         int rc = milp(pl, PARTD_SAC_MIN_PEAK, 0, x, &out);
@@ -194,8 +161,8 @@ static int ensure_min_peak(planner *pl, raw *x)
         if (out.status == PARTD_SAC_SOLVED_NONE ||
             out.status == PARTD_SAC_SOLVED_INFEASIBLE)
             return PARTD_ETIMEOUT; /* the min-peak problem is always feasible */
-        pl->min_peak_status = out.status == PARTD_SAC_SOLVED_OPTIMAL ? SAC_OPTIMAL
-                                                                     : SAC_FEASIBLE;
+        pl->min_peak_status = out.status == PARTD_SAC_SOLVED_OPTIMAL ? PARTD_SAC_OPTIMAL
+                                                                     : PARTD_SAC_FEASIBLE;
         round_plan(t, x->y, x->r, ROUND_FULL, &pl->min_plan);
     }
     partd_sac_score s;
@@ -207,16 +174,16 @@ static int ensure_min_peak(planner *pl, raw *x)
     return PARTD_OK;
 }
 
-static void set_status(sac_answer *a, const partd_sac_milp_out *out)
+static void set_status(partd_sac_answer *a, const partd_sac_milp_out *out)
 {
-    a->status = out->status == PARTD_SAC_SOLVED_OPTIMAL ? SAC_OPTIMAL : SAC_FEASIBLE;
+    a->status = out->status == PARTD_SAC_SOLVED_OPTIMAL ? PARTD_SAC_OPTIMAL : PARTD_SAC_FEASIBLE;
     a->gap = out->status == PARTD_SAC_SOLVED_OPTIMAL ? 0 : out->gap;
 }
 
 /* One min-recompute solve at `solver_cap`; *fitted when a rounding of its
  * solution fits `cap` exactly (then a->plan and the status are set). */
 static int try_solve(planner *pl, int64_t cap, double solver_cap, raw *x,
-                     sac_answer *a, partd_sac_solve_status *status, int *fitted)
+                     partd_sac_answer *a, partd_sac_solve_status *status, int *fitted)
 {
     partd_sac_milp_out out;
     int rc = milp(pl, PARTD_SAC_MIN_RECOMPUTE, solver_cap, x, &out);
@@ -236,17 +203,17 @@ static int try_solve(planner *pl, int64_t cap, double solver_cap, raw *x,
 /* When no rounding of the solver's answers fits: the budget sits within the
  * solver's tolerance of the least peak. The min-peak plan fits whenever
  * anything does. */
-static int fall_back_to_min_peak(planner *pl, int64_t cap, raw *x, sac_answer *a)
+static int fall_back_to_min_peak(planner *pl, int64_t cap, raw *x, partd_sac_answer *a)
 {
     int rc = ensure_min_peak(pl, x);
     if (rc != PARTD_OK)
         return rc;
     if (pl->min_peak > cap) {
-        a->status = SAC_INFEASIBLE;
+        a->status = PARTD_SAC_INFEASIBLE;
         return PARTD_OK;
     }
     copy_plan(pl->t->n, &pl->min_plan, &a->plan);
-    a->status = SAC_FEASIBLE;
+    a->status = PARTD_SAC_FEASIBLE;
     a->gap = 0;
     return PARTD_OK;
 }
@@ -254,7 +221,7 @@ static int fall_back_to_min_peak(planner *pl, int64_t cap, raw *x, sac_answer *a
 /* Solves at the budget itself (so that an optimum on the 4-decimal grid is
  * reported as is); when rounding cannot make that answer fit, solves again
  * with SOLVER_MARGIN_BYTES of slack. */
-static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
+static int solve_milps(planner *pl, int64_t cap, raw *x, partd_sac_answer *a)
 {
     partd_sac_solve_status st;
     int fitted = 0;
@@ -262,7 +229,7 @@ static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
     if (rc != PARTD_OK || fitted)
         return rc;
     if (st == PARTD_SAC_SOLVED_NONE) {
-        a->status = SAC_NO_SOLUTION;
+        a->status = PARTD_SAC_NO_SOLUTION;
         return PARTD_OK;
     }
     if (st != PARTD_SAC_SOLVED_INFEASIBLE) {
@@ -270,7 +237,7 @@ static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
         if (rc != PARTD_OK || fitted)
             return rc;
         if (st == PARTD_SAC_SOLVED_NONE) {
-            a->status = SAC_NO_SOLUTION;
+            a->status = PARTD_SAC_NO_SOLUTION;
             return PARTD_OK;
         }
     }
@@ -278,7 +245,7 @@ static int solve_milps(planner *pl, int64_t cap, raw *x, sac_answer *a)
 }
 
 /* The min-recompute plan whose peak is at most cap bytes. */
-static int solve_at_cap(planner *pl, int64_t cap, raw *x, sac_answer *a)
+static int solve_at_cap(planner *pl, int64_t cap, raw *x, partd_sac_answer *a)
 {
     const partd_sac_tree *t = pl->t;
     memset(a->plan.y, 0, t->n);
@@ -287,12 +254,12 @@ static int solve_at_cap(planner *pl, int64_t cap, raw *x, sac_answer *a)
     a->gap = 0;
     int rc = PARTD_OK;
     if (pl->baseline <= cap)
-        a->status = SAC_OPTIMAL; /* no recomputation at all: the optimum */
+        a->status = PARTD_SAC_OPTIMAL; /* no recomputation at all: the optimum */
     else if (t->n_eligible == 0 || (pl->has_min_peak && pl->min_peak > cap))
-        a->status = SAC_INFEASIBLE;
+        a->status = PARTD_SAC_INFEASIBLE;
     else
         rc = solve_milps(pl, cap, x, a);
-    if (rc == PARTD_OK && (a->status == SAC_OPTIMAL || a->status == SAC_FEASIBLE))
+    if (rc == PARTD_OK && (a->status == PARTD_SAC_OPTIMAL || a->status == PARTD_SAC_FEASIBLE))
         score_answer(t, a);
     return rc;
 }
@@ -373,7 +340,7 @@ static int op_policies(planner *pl, struct partd_sac_result *res)
         const partd_sac_stats *s = m->mods[i].sac_stats;
         if (!res->main.plan.y[i] || !s)
             continue;
-        op_policy *op = &res->policies[i];
+        partd_sac_module_policy *op = &res->policies[i];
         op->ops = calloc(s->n_ops ? s->n_ops : 1, 1);
         if (!op->ops)
             return PARTD_ENOMEM;
@@ -411,7 +378,7 @@ static int frontier(planner *pl, uint32_t points, struct partd_sac_result *res,
         int64_t cap = pl->min_peak + (int64_t)(span * k / (points - 1));
         int rc = solve_at_cap(pl, cap, x, &res->frontier[k]);
         if (rc == PARTD_ETIMEOUT && partd_cancel_check(pl->cancel) == PARTD_OK)
-            rc = PARTD_OK, res->frontier[k].status = SAC_NO_SOLUTION;
+            rc = PARTD_OK, res->frontier[k].status = PARTD_SAC_NO_SOLUTION;
         if (rc != PARTD_OK)
             return rc;
     }
@@ -438,9 +405,9 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
     if (rc != PARTD_OK)
         return rc;
     res->main.budget_bytes = req->options.sac.memory_budget_bytes;
-    if (res->main.status == SAC_NO_SOLUTION)
+    if (res->main.status == PARTD_SAC_NO_SOLUTION)
         return no_plan(req, problem);
-    int infeasible = res->main.status == SAC_INFEASIBLE;
+    int infeasible = res->main.status == PARTD_SAC_INFEASIBLE;
     int want_frontier = req->options.sac.frontier_points >= 2;
     if (infeasible || want_frontier) {
         rc = ensure_min_peak(pl, x);
@@ -455,7 +422,7 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
         if (rc != PARTD_OK)
             return rc;
     }
-    if (req->options.sac.op_level && res->main.status != SAC_INFEASIBLE) {
+    if (req->options.sac.op_level && res->main.status != PARTD_SAC_INFEASIBLE) {
         rc = op_policies(pl, res);
         if (rc != PARTD_OK)
             return rc;
@@ -525,141 +492,4 @@ int partd_sac_plan(const partd_request *req, const partd_cancel *cancel,
     }
     *out = res;
     return PARTD_OK;
-}
-
-void partd_sac_result_free(struct partd_sac_result *r)
-{
-    if (!r)
-        return;
-    partd_sac_plan_vec_free(&r->main.plan);
-    if (r->policies)
-        for (uint32_t i = 0; i < r->n_modules; i++)
-            free(r->policies[i].ops);
-    free(r->policies);
-    for (uint32_t k = 0; k < r->n_frontier; k++)
-        partd_sac_plan_vec_free(&r->frontier[k].plan);
-    free(r->frontier);
-    free(r);
-}
-
-double partd_sac_result_solve_ms(const struct partd_sac_result *r)
-{
-    return r ? r->solve_ms : 0;
-}
-
-/* ---- JSON --------------------------------------------------------------- */
-
-static const char *status_name(sac_status s)
-{
-    switch (s) {
-    case SAC_OPTIMAL: return "optimal";
-    case SAC_FEASIBLE: return "feasible";
-    case SAC_INFEASIBLE: return "infeasible";
-    default: return "no_solution";
-    }
-}
-
-static json_t *decisions_json(const partd_request *req, const partd_sac_plan_vec *p)
-{
-    json_t *o = json_object();
-    const partd_modules *m = req->modules;
-    for (uint32_t i = 0; o && i < m->n; i++)
-        if (p->y[i] && json_object_set_new(o, partd_str(&req->strings, m->mods[i].fqn),
-                                           json_real((double)p->ratio_e4[i] /
-                                                     PARTD_SAC_RATIO_SCALE)) != 0) {
-            json_decref(o);
-            return NULL;
-        }
-    return o;
-}
-
-/* status, ac_decisions, recomputation_time_ms, peak_memory_bytes, gap. */
-static int answer_json(const partd_request *req, const sac_answer *a, json_t *o)
-{
-    int has_plan = a->status == SAC_OPTIMAL || a->status == SAC_FEASIBLE;
-    int rc = json_object_set_new(o, "status", json_string(status_name(a->status)));
-    if (a->status == SAC_NO_SOLUTION)
-        return rc;
-    json_t *d = has_plan ? decisions_json(req, &a->plan) : json_object();
-    rc |= json_object_set_new(o, "ac_decisions", d);
-    rc |= json_object_set_new(o, "recomputation_time_ms",
-                              json_real(has_plan ? a->recompute_ms : 0));
-    if (has_plan)
-        rc |= json_object_set_new(o, "peak_memory_bytes", json_integer(a->peak_bytes));
-    return rc;
-}
-
-static json_t *policies_json(const partd_request *req,
-                             const struct partd_sac_result *r)
-{
-    json_t *o = json_object();
-    const partd_modules *m = req->modules;
-    for (uint32_t i = 0; o && i < m->n; i++) {
-        if (!r->policies[i].computed)
-            continue;
-        json_t *list = json_array();
-        const partd_sac_stats *s = m->mods[i].sac_stats;
-        for (uint32_t k = 0; list && r->policies[i].feasible && k < s->n_ops; k++)
-            json_array_append_new(list, json_integer(r->policies[i].ops[k]));
-        if (!list || json_object_set_new(o, partd_str(&req->strings, m->mods[i].fqn),
-                                         list) != 0) {
-            json_decref(o);
-            return NULL;
-        }
-    }
-    return o;
-}
-
-static json_t *frontier_json(const partd_request *req,
-                             const struct partd_sac_result *r)
-{
-    json_t *arr = json_array();
-    for (uint32_t k = 0; arr && k < r->n_frontier; k++) {
-        const sac_answer *a = &r->frontier[k];
-        json_t *p = json_object();
-        int rc = !p || json_object_set_new(p, "budget_bytes",
-                                           json_integer(a->budget_bytes));
-        rc |= p ? answer_json(req, a, p) : -1;
-        if (a->status == SAC_OPTIMAL || a->status == SAC_FEASIBLE)
-            rc |= json_object_set_new(p, "gap", json_real(a->gap));
-        if (rc || json_array_append_new(arr, p) != 0) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr;
-}
-
-json_t *partd_sac_result_to_json(const partd_request *req,
-                                 const struct partd_sac_result *r)
-{
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    const sac_answer *a = &r->main;
-    int rc = answer_json(req, a, o);
-    rc |= json_object_set_new(o, "baseline_peak_memory_bytes",
-                              json_integer(r->baseline_peak_bytes));
-    if (r->has_min_peak)
-        rc |= json_object_set_new(o, "min_peak_memory_bytes",
-                                  json_integer(r->min_peak_bytes));
-    rc |= json_object_set_new(o, "budget_bytes", json_integer(a->budget_bytes));
-    if (r->has_fsdp)
-        rc |= json_object_set_new(o, "fsdp_reserved_bytes",
-                                  json_integer(r->reserve_bytes));
-    if (a->status != SAC_INFEASIBLE)
-        rc |= json_object_set_new(o, "gap", json_real(a->gap));
-    if (r->policies) {
-        json_t *p = policies_json(req, r);
-        rc |= !p || json_object_set_new(o, "op_policies", p);
-    }
-    if (r->frontier) {
-        json_t *f = frontier_json(req, r);
-        rc |= !f || json_object_set_new(o, "frontier", f);
-    }
-    if (rc) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
 }

@@ -3,7 +3,9 @@
  *
  * Solves PyTorch's sac_milp model on req->modules with COIN-OR CBC, plus the
  * op-level policy and the Pareto frontier when asked. See the unit's source
- * for the formulation.
+ * for the formulation. sac.c plans; sac_result.c owns the result (free,
+ * JSON); sac_model.c, sac_milp.c and sac_oplevel.c are the model, the solver
+ * runs and the op-level policies.
  *
  * Errors: PARTD_EINVALID (422: options.sac without graph.modules, unknown
  * ac/fsdp unit), PARTD_ECANCELLED/PARTD_ETIMEOUT, PARTD_ENOMEM,

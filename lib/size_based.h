@@ -14,7 +14,7 @@
 
 #include "cancel.h"
 #include "model.h"
-#include "plan.h"
+#include "plan_types.h"
 #include "problem.h"
 
 int partd_size_based(const partd_request *req, const partd_cancel *cancel,

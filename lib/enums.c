@@ -1,0 +1,39 @@
+/* enums.c - the name tables of every named enumeration; see enums.h. */
+#include "enums.h"
+
+#include <string.h>
+
+#include "partd.h"
+
+#define PARTD_ENUM_NAME(id, name) name,
+
+/* names[] is generated from the same list as the enum's constants, so
+ * names[v] is the name of value v and the array has count + 1 entries. */
+#define PARTD_ENUM_DEFINE(type, count, LIST, member)                          \
+    static const char *const type##_names[] = {LIST(PARTD_ENUM_NAME) NULL};   \
+    _Static_assert(sizeof type##_names / sizeof *type##_names == count + 1,   \
+                   #type ": one name per value");                             \
+    const partd_enum_table type##_table = {member, type##_names, count};
+
+PARTD_ENUM_DEFINE(partd_op, PARTD_OP_COUNT, PARTD_OP_LIST, "op")
+PARTD_ENUM_DEFINE(partd_mode, PARTD_MODE_COUNT, PARTD_MODE_LIST, "mode")
+PARTD_ENUM_DEFINE(partd_balance_by, PARTD_BALANCE_BY_COUNT, PARTD_BALANCE_BY_LIST, "balance_by")
+PARTD_ENUM_DEFINE(partd_schedule, PARTD_SCHEDULE_COUNT, PARTD_SCHEDULE_LIST, "schedule")
+PARTD_ENUM_DEFINE(partd_sac_status, PARTD_SAC_STATUS_COUNT, PARTD_SAC_STATUS_LIST, "status")
+
+const char *partd_enum_name(const partd_enum_table *t, int value)
+{
+    return value >= 0 && value < t->count ? t->names[value] : NULL;
+}
+
+int partd_enum_parse(const partd_enum_table *t, const char *name, int *out)
+{
+    if (!name)
+        return PARTD_EINVALID;
+    for (int i = 0; i < t->count; i++)
+        if (strcmp(t->names[i], name) == 0) {
+            *out = i;
+            return PARTD_OK;
+        }
+    return PARTD_EINVALID;
+}

@@ -1,0 +1,98 @@
+/*
+ * enums.h - every named enumeration of the request and the result: the C
+ * values and their wire names, from one list per enum.
+ *
+ * The decoder (decode.c) parses names with these tables, the cache key
+ * (hash.c) and the result (result.c, sac.c) print names from them, so the
+ * names a request is decoded from can never drift from the names its cache
+ * key is computed over or its result reports.
+ *
+ * Each enum is one X-macro list of (C constant, wire name) in value order,
+ * from 0. Adding a value is one X(...) line in its list. Adding an enum is
+ * its list, one PARTD_ENUM_DECLARE line below and one PARTD_ENUM_DEFINE line
+ * in enums.c. PARTD_ENUM_DECLARE(partd_x, PARTD_X_COUNT, LIST) gives
+ *   typedef enum partd_x {..., PARTD_X_COUNT} partd_x;
+ *   extern const partd_enum_table partd_x_table;
+ *   const char *partd_x_name(partd_x v);          NULL when v is out of range
+ *   int partd_x_parse(const char *name, partd_x *out);
+ *
+ * Errors: partd_enum_parse() and the *_parse() accessors return PARTD_OK,
+ * or PARTD_EINVALID (partd.h) for a name not in the table, leaving *out
+ * unchanged. Nothing here allocates; the tables are static and immutable.
+ */
+#ifndef PARTD_ENUMS_H
+#define PARTD_ENUMS_H
+
+/* graph.nodes[].op */
+#define PARTD_OP_LIST(X)                        \
+    X(PARTD_OP_PLACEHOLDER, "placeholder")      \
+    X(PARTD_OP_GET_ATTR, "get_attr")            \
+    X(PARTD_OP_CALL_MODULE, "call_module")      \
+    X(PARTD_OP_CALL_FUNCTION, "call_function")  \
+    X(PARTD_OP_CALL_METHOD, "call_method")      \
+    X(PARTD_OP_OUTPUT, "output")
+
+/* options.mode */
+#define PARTD_MODE_LIST(X)                      \
+    X(PARTD_MODE_PIPELINE, "pipeline")          \
+    X(PARTD_MODE_SIZE_BASED, "size_based")
+
+/* options.pipeline.balance_by */
+#define PARTD_BALANCE_BY_LIST(X)                \
+    X(PARTD_BALANCE_TIME, "time")               \
+    X(PARTD_BALANCE_MEMORY, "memory")           \
+    X(PARTD_BALANCE_PARAMS, "params")           \
+    X(PARTD_BALANCE_UNIFORM, "uniform")
+
+/* options.pipeline.schedule */
+#define PARTD_SCHEDULE_LIST(X)                  \
+    X(PARTD_SCHEDULE_INFERENCE, "inference")    \
+    X(PARTD_SCHEDULE_GPIPE, "gpipe")            \
+    X(PARTD_SCHEDULE_1F1B, "1f1b")
+
+/* result sac.*.status: the status of one SAC answer (NO_SOLUTION: a
+ * frontier point the time limit cut before any plan). */
+#define PARTD_SAC_STATUS_LIST(X)                \
+    X(PARTD_SAC_OPTIMAL, "optimal")             \
+    X(PARTD_SAC_FEASIBLE, "feasible")           \
+    X(PARTD_SAC_INFEASIBLE, "infeasible")       \
+    X(PARTD_SAC_NO_SOLUTION, "no_solution")
+
+typedef struct partd_enum_table {
+    const char *what;          /* the enum's member, e.g. "mode" */
+    const char *const *names;  /* names[value], NULL-terminated */
+    int count;
+} partd_enum_table;
+
+/* The name of `value`, or NULL when it is not in [0, count). */
+const char *partd_enum_name(const partd_enum_table *t, int value);
+
+/* The value named `name` (exact, case-sensitive): PARTD_OK and *out set, or
+ * PARTD_EINVALID with *out unchanged (also for a NULL name). */
+int partd_enum_parse(const partd_enum_table *t, const char *name, int *out);
+
+#define PARTD_ENUM_CONST(id, name) id,
+
+#define PARTD_ENUM_DECLARE(type, count, LIST)                                 \
+    typedef enum type { LIST(PARTD_ENUM_CONST) count } type;                  \
+    extern const partd_enum_table type##_table;                               \
+    static inline const char *type##_name(type v)                             \
+    {                                                                         \
+        return partd_enum_name(&type##_table, (int)v);                        \
+    }                                                                         \
+    static inline int type##_parse(const char *name, type *out)               \
+    {                                                                         \
+        int v = 0;                                                            \
+        int rc = partd_enum_parse(&type##_table, name, &v);                   \
+        if (rc == 0)                                                          \
+            *out = (type)v;                                                   \
+        return rc;                                                            \
+    }
+
+PARTD_ENUM_DECLARE(partd_op, PARTD_OP_COUNT, PARTD_OP_LIST)
+PARTD_ENUM_DECLARE(partd_mode, PARTD_MODE_COUNT, PARTD_MODE_LIST)
+PARTD_ENUM_DECLARE(partd_balance_by, PARTD_BALANCE_BY_COUNT, PARTD_BALANCE_BY_LIST)
+PARTD_ENUM_DECLARE(partd_schedule, PARTD_SCHEDULE_COUNT, PARTD_SCHEDULE_LIST)
+PARTD_ENUM_DECLARE(partd_sac_status, PARTD_SAC_STATUS_COUNT, PARTD_SAC_STATUS_LIST)
+
+#endif

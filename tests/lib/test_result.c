@@ -1,0 +1,146 @@
+/* test_result.c - rendering a plan as the contract's result document. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "partd.h"
+#include "plan_types.h"
+#include "result.h"
+
+/* x -> a -> b -> output; a and b share the named parameter "w". Planning
+ * order is the request's: x=0, a=1, b=2, output=3. */
+static const char *const request =
+    "{\"graph\":{\"name\":\"m\",\"nodes\":["
+    "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":8},"
+    "{\"name\":\"a\",\"op\":\"call_module\",\"inputs\":[\"x\"],\"output_bytes\":4,"
+    "\"latency_ms\":0.5,\"params\":[{\"name\":\"w\",\"bytes\":16}]},"
+    "{\"name\":\"b\",\"op\":\"call_function\",\"inputs\":[\"a\"],\"output_bytes\":2,"
+    "\"latency_ms\":0.25,\"params\":[{\"name\":\"w\",\"bytes\":16}]},"
+    "{\"name\":\"output\",\"op\":\"output\",\"inputs\":[\"b\"]}]},"
+    "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":1000,\"logical_id\":7},"
+    "{\"name\":\"g1\",\"memory_bytes\":1000,\"logical_id\":3}]}";
+
+static uint32_t *u32s(uint32_t n, const uint32_t *v)
+{
+    uint32_t *a = malloc((n ? n : 1) * sizeof *a);
+    assert_non_null(a);
+    memcpy(a, v, n * sizeof *a);
+    return a;
+}
+
+/* Two stages by hand: [a] on g0, [b] on g1. */
+static partd_plan *two_stages(const partd_request *req, partd_mode mode)
+{
+    partd_plan *plan = partd_plan_alloc(mode, 2);
+    assert_non_null(plan);
+    for (uint32_t s = 0; s < 2; s++) {
+        partd_part *p = &plan->parts[s];
+        p->n_nodes = 1;
+        p->nodes = u32s(1, (uint32_t[]){1 + s});
+        p->n_devices = 1;
+        p->devices = u32s(1, (uint32_t[]){s});
+        p->memory_bytes = 100 + s;
+        p->param_bytes = 16;
+    }
+    uint32_t node_part[4] = {PARTD_NONE, 0, 1, PARTD_NONE};
+    assert_int_equal(partd_plan_link(req, node_part, plan), PARTD_OK);
+    partd_plan_fill_times(req, plan);
+    if (mode == PARTD_MODE_PIPELINE) {
+        plan->balance = u32s(2, (uint32_t[]){1, 1});
+        plan->n_boundaries = 1;
+        plan->boundaries = calloc(1, sizeof *plan->boundaries);
+        assert_non_null(plan->boundaries);
+        plan->boundaries[0] = (partd_boundary){1, 1, u32s(1, (uint32_t[]){1}), 4};
+        plan->summary.optimal = 1;
+    }
+    return plan;
+}
+
+static void test_pipeline_document_text(void **state)
+{
+    (void)state;
+    partd_request *req = tu_decode_ok(request);
+    partd_plan *plan = two_stages(req, PARTD_MODE_PIPELINE);
+    size_t len = 0;
+    char *text = partd_result_to_json(req, plan, &len);
+    assert_non_null(text);
+    assert_int_equal(strlen(text), len);
+    /* transfer: 1e10 B/s default, stage 1 receives a's 4 bytes = 4e-7 ms. */
+    assert_string_equal(
+        text,
+        "{\"mode\":\"pipeline\",\"partitions\":["
+        "{\"id\":0,\"device\":\"g0\",\"logical_ids\":[7],\"nodes\":[\"a\"],"
+        "\"memory_bytes\":100,\"param_bytes\":16,\"compute_ms\":0.5,\"transfer_in_bytes\":8,"
+        "\"time_ms\":0.5000008,\"inputs\":[\"x\"],\"outputs\":[\"a\"],\"parents\":[],"
+        "\"children\":[1]},"
+        "{\"id\":1,\"device\":\"g1\",\"logical_ids\":[3],\"nodes\":[\"b\"],"
+        "\"memory_bytes\":101,\"param_bytes\":16,\"compute_ms\":0.25,\"transfer_in_bytes\":4,"
+        "\"time_ms\":0.2500004,\"inputs\":[\"a\"],\"outputs\":[\"b\"],\"parents\":[0],"
+        "\"children\":[]}],"
+        "\"balance\":[1,1],"
+        "\"boundaries\":[{\"after\":\"a\",\"tensors\":[\"a\"],\"bytes\":4}],"
+        "\"tied_params\":[{\"param\":\"w\",\"partitions\":[0,1]}],"
+        "\"summary\":{\"partitions\":2,\"bottleneck_ms\":0.5000008,\"total_ms\":0.7500012,"
+        "\"transfer_bytes\":12,\"peak_memory_bytes\":101,\"optimal\":true}}\n");
+    /* Deterministic: the same plan renders to the same bytes. */
+    char *again = partd_result_to_json(req, plan, NULL);
+    assert_string_equal(again, text);
+    free(again);
+    free(text);
+    partd_plan_free(plan);
+    partd_request_free(req);
+}
+
+static void test_size_based_has_no_pipeline_members(void **state)
+{
+    (void)state;
+    partd_request *req = tu_decode_ok(request);
+    partd_plan *plan = two_stages(req, PARTD_MODE_SIZE_BASED);
+    char *text = partd_result_to_json(req, plan, NULL);
+    json_error_t err;
+    json_t *doc = json_loads(text, 0, &err);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "mode")), "size_based");
+    assert_null(json_object_get(doc, "balance"));
+    assert_null(json_object_get(doc, "boundaries"));
+    assert_null(json_object_get(doc, "sac"));
+    assert_int_equal(json_array_size(json_object_get(doc, "partitions")), 2);
+    assert_false(json_is_true(json_object_get(json_object_get(doc, "summary"), "optimal")));
+    json_decref(doc);
+    free(text);
+    partd_plan_free(plan);
+    partd_request_free(req);
+}
+
+/* A partition without devices (never produced by a planner) still renders:
+ * "device" is "" and logical_ids is empty. An empty plan renders too. */
+static void test_degenerate_plans_render(void **state)
+{
+    (void)state;
+    partd_request *req = tu_decode_ok(request);
+    partd_plan *plan = partd_plan_alloc(PARTD_MODE_SIZE_BASED, 1);
+    char *text = partd_result_to_json(req, plan, NULL);
+    assert_non_null(strstr(text, "\"device\":\"\",\"logical_ids\":[],\"nodes\":[]"));
+    free(text);
+    partd_plan_free(plan);
+
+    plan = partd_plan_alloc(PARTD_MODE_PIPELINE, 0);
+    text = partd_result_to_json(req, plan, NULL);
+    assert_non_null(strstr(text, "\"partitions\":[],\"boundaries\":[],\"tied_params\":[]"));
+    free(text);
+    partd_plan_free(plan);
+    partd_request_free(req);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pipeline_document_text),
+        cmocka_unit_test(test_size_based_has_no_pipeline_members),
+        cmocka_unit_test(test_degenerate_plans_render),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,75 @@
+"""The C enum tables (lib/enums.h) name exactly what the contract's schemas
+(api/schemas) allow, so the decoder, the cache key and the result can never
+accept or print a name the contract does not have, or miss one it has."""
+
+import json
+import os
+import re
+
+from partd_testlib import ROOT
+
+LISTS = {  # X-macro list in lib/enums.h -> schema property holding the enum
+    "PARTD_OP_LIST": "op",
+    "PARTD_MODE_LIST": "mode",
+    "PARTD_BALANCE_BY_LIST": "balance_by",
+    "PARTD_SCHEDULE_LIST": "schedule",
+}
+
+
+def c_lists():
+    with open(os.path.join(ROOT, "lib", "enums.h"), encoding="utf-8") as f:
+        text = f.read()
+    lists = {}
+    for m in re.finditer(r"#define (PARTD_\w+_LIST)\(X\)((?:[^\n]*\\\n)*[^\n]*)", text):
+        lists[m.group(1)] = re.findall(r'X\(\w+, "([^"]+)"\)', m.group(2))
+    return lists
+
+
+def schema_enums(name, prop):
+    """Every `enum` of a property named `prop` anywhere in the schema."""
+    with open(os.path.join(ROOT, "api", "schemas", name), encoding="utf-8") as f:
+        doc = json.load(f)
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            props = node.get("properties", {})
+            if isinstance(props, dict) and isinstance(props.get(prop), dict) \
+                    and "enum" in props[prop]:
+                found.append(props[prop]["enum"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(doc)
+    return found
+
+
+def test_every_list_parses():
+    lists = c_lists()
+    for name in list(LISTS) + ["PARTD_SAC_STATUS_LIST"]:
+        assert lists.get(name), f"{name} not found in lib/enums.h"
+        assert len(set(lists[name])) == len(lists[name]), f"{name} repeats a name"
+
+
+def test_request_enums_match_the_contract():
+    lists = c_lists()
+    for c_name, prop in LISTS.items():
+        enums = schema_enums("request.json", prop)
+        assert enums, f"no enum for {prop} in request.json"
+        for e in enums:
+            assert e == lists[c_name], f"{prop}: schema {e} != lib/enums.h {lists[c_name]}"
+
+
+def test_result_mode_matches_the_contract():
+    assert schema_enums("result.json", "mode") == [c_lists()["PARTD_MODE_LIST"]]
+
+
+def test_sac_statuses_match_the_contract():
+    names = set(c_lists()["PARTD_SAC_STATUS_LIST"])
+    used = set()
+    for e in schema_enums("result.json", "status"):
+        used |= set(e)
+    assert used == names
