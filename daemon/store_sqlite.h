@@ -9,7 +9,12 @@
  * connections (WAL readers never block the writer), so any operation may run
  * on any thread. A separate connection and thread run the checkpoints.
  *
- * Errors: as store.h; functions that return SQLite codes say so.
+ * Ownership: partd_sqlite_open allocates the partd_sqlite_store (its
+ * connections, statements and thread); partd_sqlite_close frees all of it.
+ *
+ * Errors: as store.h (PARTD_OK, a negative PARTD_E* code, or
+ * PARTD_STORE_MISSING / PARTD_STORE_CONFLICT); functions that return SQLite
+ * codes say so.
  */
 #ifndef PARTD_DAEMON_STORE_SQLITE_H
 #define PARTD_DAEMON_STORE_SQLITE_H
