@@ -205,8 +205,9 @@ static int get_job_by_idem(void *state, const char *idem_key, partd_job_row *row
     return get_job_where(state, PARTD_ST_GET_JOB_BY_IDEM, idem_key, row, digest);
 }
 
-/* Runs a bound write statement on the writer: PARTD_OK (the store is healthy
- * again) with *changed rows, or PARTD_EIO (unhealthy, logged as `what`). */
+/* Runs a bound write statement on the writer: PARTD_OK with *changed rows,
+ * or PARTD_EIO (unhealthy, logged as `what`). The caller marks the store
+ * healthy once its write (or transaction) is committed. */
 static int run_write(partd_sqlite_store *s, partd_sqlite_conn *c, sqlite3_stmt *st,
                      const char *what, int *changed)
 {
@@ -216,7 +217,6 @@ static int run_write(partd_sqlite_store *s, partd_sqlite_conn *c, sqlite3_stmt *
         return partd_sqlite_write_failed(s, c, what);
     if (changed)
         *changed = sqlite3_changes(c->db);
-    atomic_store(&s->healthy, 1);
     return PARTD_OK;
 }
 
@@ -233,8 +233,8 @@ static int update_by_key(partd_sqlite_store *s, partd_sqlite_stmt_id which, cons
         bind_int64(&b, 2, value);
         rc = bound(&b, what);
     }
-    if (rc == PARTD_OK)
-        rc = run_write(s, c, b.st, what, &changed);
+    if (rc == PARTD_OK && (rc = run_write(s, c, b.st, what, &changed)) == PARTD_OK)
+        atomic_store(&s->healthy, 1);
     if (rc == PARTD_OK && changed == 0)
         rc = PARTD_STORE_MISSING;
     partd_sqlite_release(c);
@@ -248,14 +248,15 @@ static int mark_running(void *state, const char *id, int64_t started_ms)
 
 /* ---- finishing ------------------------------------------------------------ */
 
-/* Within finish_jobs' transaction: a bind failure as bound(), a failed
- * statement as partd_sqlite_write_failed. */
+/* Within finish_jobs' transaction, logged as "finishing jobs" whatever
+ * fails (operators and tests look for it): a bind failure as bound(), a
+ * failed statement as partd_sqlite_write_failed. */
 static int put_result(partd_sqlite_store *s, partd_sqlite_conn *c,
                       const partd_store_result *result)
 {
     binder b = {partd_sqlite_stmt(c, PARTD_ST_PUT_RESULT), SQLITE_OK};
     if (!b.st)
-        return partd_sqlite_write_failed(s, c, "storing a result");
+        return partd_sqlite_write_failed(s, c, "finishing jobs");
     const partd_blob *f = result->forms;
     bind_text(&b, 1, result->cache_key);
     bind_text(&b, 2, result->etag);
@@ -264,8 +265,8 @@ static int put_result(partd_sqlite_store *s, partd_sqlite_conn *c,
     bind_int64(&b, 5, partd_now_ms());
     bind_blob(&b, 6, f[PARTD_CODING_ZSTD].data, f[PARTD_CODING_ZSTD].len);
     bind_blob(&b, 7, f[PARTD_CODING_GZIP].data, f[PARTD_CODING_GZIP].len);
-    int rc = bound(&b, "storing a result");
-    return rc == PARTD_OK ? run_write(s, c, b.st, "storing a result", NULL) : rc;
+    int rc = bound(&b, "finishing jobs");
+    return rc == PARTD_OK ? run_write(s, c, b.st, "finishing jobs", NULL) : rc;
 }
 
 static int finish_one(partd_sqlite_store *s, partd_sqlite_conn *c, const partd_job_row *row)
@@ -273,22 +274,22 @@ static int finish_one(partd_sqlite_store *s, partd_sqlite_conn *c, const partd_j
     if (!partd_job_finished(row->status)) {
         binder b = {partd_sqlite_stmt(c, PARTD_ST_REQUEUE_JOB), SQLITE_OK};
         if (!b.st)
-            return partd_sqlite_write_failed(s, c, "queueing a job again");
+            return partd_sqlite_write_failed(s, c, "finishing jobs");
         bind_text(&b, 1, row->id);
-        int rc = bound(&b, "queueing a job again");
-        return rc == PARTD_OK ? run_write(s, c, b.st, "queueing a job again", NULL) : rc;
+        int rc = bound(&b, "finishing jobs");
+        return rc == PARTD_OK ? run_write(s, c, b.st, "finishing jobs", NULL) : rc;
     }
     binder b = {partd_sqlite_stmt(c, PARTD_ST_FINISH_JOB), SQLITE_OK};
     if (!b.st)
-        return partd_sqlite_write_failed(s, c, "finishing a job");
+        return partd_sqlite_write_failed(s, c, "finishing jobs");
     bind_text(&b, 1, row->id);
     bind_text(&b, 2, partd_job_status_name(row->status));
     bind_int64(&b, 3, row->finished_ms);
     bind_text(&b, 4, row->summary);
     bind_text(&b, 5, row->error);
     bind_int64(&b, 6, row->error_status);
-    int rc = bound(&b, "finishing a job");
-    return rc == PARTD_OK ? run_write(s, c, b.st, "finishing a job", NULL) : rc;
+    int rc = bound(&b, "finishing jobs");
+    return rc == PARTD_OK ? run_write(s, c, b.st, "finishing jobs", NULL) : rc;
 }
 
 static int finish_jobs(void *state, const partd_store_result *result,
@@ -557,6 +558,8 @@ static int sweep(void *state, int64_t cutoff_ms, partd_store_key_fn fn, void *ct
     if (rc != PARTD_OK) {
         partd_sqlite_exec(c, "ROLLBACK");
         jobs = results = 0;
+    } else {
+        atomic_store(&s->healthy, 1);
     }
     *jobs_deleted = (unsigned)jobs;
     *results_deleted = (unsigned)results;
