@@ -1,20 +1,34 @@
 /*
- * store.h - the durable store: SQLite in WAL mode under --data-dir.
+ * store.h - the durable store interface: jobs and result documents that
+ * survive a restart, whatever keeps them.
  *
- * Two tables: `jobs` (one row per accepted job: status, times, hashes,
- * idempotency key and request digest, summary or error, and the request body
- * while the job is unfinished so that a restart can queue it again) and
- * `results` (result documents by cache_key with their ETag, summary and
- * coded forms, encoding.h).
+ * A store is opened from a store URL whose scheme picks the backend
+ * (store_backend.h: a table of partd_store_ops); this build has `sqlite`
+ * (store_sqlite.h: SQLite in WAL mode, DIR/partd.db). Callers only use the
+ * functions below; they dispatch through the backend's ops, so a backend is
+ * added without touching them.
  *
- * Threads: one write connection behind a mutex, and a small pool of read
- * connections (WAL readers never block the writer), so HTTP threads and the
- * loop thread may call any function concurrently.
+ * What a store keeps: `jobs` (one row per accepted job: status, times,
+ * hashes, idempotency key and request digest, summary or error, and the
+ * request body while the job is unfinished so that a restart can queue it
+ * again) and `results` (result documents by cache_key with their ETag,
+ * summary and coded forms, encoding.h).
  *
- * Errors: functions return PARTD_OK, PARTD_STORE_MISSING (no such row),
- * PARTD_STORE_CONFLICT (idempotency key already used), PARTD_ENOMEM or
- * PARTD_EIO (SQLite failed: disk full, read-only, I/O error; logged, and
- * partd_store_healthy() turns false until a write succeeds again).
+ * Threads: every function may be called from any thread concurrently (HTTP
+ * threads and the loop thread), except partd_store_close.
+ *
+ * Errors (the daemon convention): functions return PARTD_OK, a negative
+ * PARTD_E* code from lib/partd.h - PARTD_ENOMEM, or PARTD_EIO when the
+ * backend failed (disk full, read-only, I/O error; logged, and for writes
+ * partd_store_healthy() turns false until a write succeeds again) - or one
+ * of the store's positive outcomes PARTD_STORE_MISSING (no such row) and
+ * PARTD_STORE_CONFLICT (idempotency key already used; job already
+ * finished). partd_store_open writes a sentence to `err` and a sysexits.h
+ * code to *exit_code, since there the caller needs the reason.
+ *
+ * Ownership: rows handed back own their summary/error (job.h); results are
+ * malloc'd copies the caller frees as each function says. Strings passed in
+ * are borrowed for the duration of the call.
  */
 #ifndef PARTD_DAEMON_STORE_H
 #define PARTD_DAEMON_STORE_H
@@ -29,18 +43,35 @@
 #define PARTD_STORE_CONFLICT 2
 
 /* Exit codes for partd_store_open failures (sysexits.h values). */
-#define PARTD_EXIT_STORE_CORRUPT 65   /* EX_DATAERR */
+#define PARTD_EXIT_STORE_URL 64        /* EX_USAGE: a store URL this build cannot open */
+#define PARTD_EXIT_STORE_CORRUPT 65    /* EX_DATAERR */
 #define PARTD_EXIT_STORE_UNWRITABLE 73 /* EX_CANTCREAT */
+
+/* The store URL used when none is given. */
+#define PARTD_STORE_DEFAULT_URL "sqlite"
 
 typedef struct partd_store partd_store;
 
-/* Opens (creating when missing) DIR/partd.db, checks that it is a partd store
- * and passes SQLite's quick_check, and that it can be written. On failure
+/* Opens the store that `url` names (NULL or "" = PARTD_STORE_DEFAULT_URL);
+ * data_dir is where an embedded backend keeps its files (sqlite: creates
+ * data_dir and data_dir/partd.db when missing, checks that it is a partd
+ * store that passes SQLite's quick_check and can be written, and upgrades an
+ * older schema in place). A scheme no backend of this build handles is
+ * refused naming the scheme only (a URL may carry a password). On failure
  * returns NULL, writes a sentence to err and the exit code to *exit_code. */
+partd_store *partd_store_open_url(const char *url, const char *data_dir, char *err,
+                                  size_t errcap, int *exit_code);
+
+/* partd_store_open_url(PARTD_STORE_DEFAULT_URL, dir, ...). */
 partd_store *partd_store_open(const char *dir, char *err, size_t errcap, int *exit_code);
+
+/* Closes the store (NULL is fine); no call may be running. */
 void partd_store_close(partd_store *s);
 
-/* Caps the database file at about max_bytes (0 = no cap; never below its
+/* "sqlite", ...: the scheme of the backend behind s. */
+const char *partd_store_kind(const partd_store *s);
+
+/* Caps the store's size at about max_bytes (0 = no cap; never below its
  * current size): writes past it fail as on a full disk. PARTD_OK or
  * PARTD_EIO. */
 int partd_store_limit_size(partd_store *s, uint64_t max_bytes);
@@ -48,22 +79,25 @@ int partd_store_limit_size(partd_store *s, uint64_t max_bytes);
 /* 1 while the last write succeeded. */
 int partd_store_healthy(partd_store *s);
 
-/* A one-page write that turns the store healthy again when it succeeds
+/* A small real write that turns the store healthy again when it succeeds
  * (for readiness probes while it is not). PARTD_OK or PARTD_EIO. */
 int partd_store_probe(partd_store *s);
 
 /* Inserts a new job. idem_key/digest may be NULL; body (the request) is kept
- * for unfinished jobs. PARTD_STORE_CONFLICT when idem_key is taken. */
+ * for unfinished jobs. PARTD_STORE_CONFLICT when idem_key is taken. The job
+ * is durable when this returns PARTD_OK. */
 int partd_store_insert_job(partd_store *s, const partd_job_row *row, const char *idem_key,
                            const char *digest, const void *body, size_t body_len);
 
-/* Fills *row (caller clears it). */
+/* Fills *row (caller clears it). PARTD_STORE_MISSING when there is none. */
 int partd_store_get_job(partd_store *s, const char *id, partd_job_row *row);
 
 /* The job created with this idempotency key and its request digest. */
 int partd_store_get_job_by_idem(partd_store *s, const char *idem_key, partd_job_row *row,
                                 char digest[72]);
 
+/* Marks the job running since started_ms. PARTD_STORE_MISSING when there is
+ * no such job. */
 int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms);
 
 /* A result to store together with finishing jobs. */
@@ -76,10 +110,24 @@ typedef struct partd_store_result {
 
 /* In one transaction: stores `result` (when not NULL; kept if present) and
  * sets each row's status, finished time, summary/error, dropping its request
- * body. Rows whose status is queued are put back in the queue instead
- * (started time cleared), which is how a shutdown leaves them. */
+ * body. Rows whose status is queued or running are put back in the queue
+ * instead (started time cleared), which is how a shutdown leaves them. */
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
                             const partd_job_row *const *rows, size_t n_rows);
+
+/* Stores a result without finishing any job (a run whose jobs were all
+ * cancelled); an existing one is kept and counts as used now. */
+int partd_store_put_result(partd_store *s, const partd_store_result *result);
+
+/* Atomically cancels an unfinished (queued or running) job: status
+ * cancelled, finished at finished_ms, request body dropped, as a cancel
+ * through partd_store_finish_jobs leaves it. Fills *row (when not NULL;
+ * caller clears it) with the cancelled job. PARTD_STORE_MISSING when there
+ * is no such job, PARTD_STORE_CONFLICT when it has already finished (then
+ * the row is left unchanged and *row is not filled); on PARTD_ENOMEM the
+ * job may be cancelled while *row is not filled. */
+int partd_store_cancel_job(partd_store *s, const char *id, int64_t finished_ms,
+                           partd_job_row *row);
 
 /* Fills forms[0..PARTD_CODINGS) with malloc'd copies (caller frees with
  * partd_blobs_free; coded forms absent for results stored before schema 2)
@@ -91,21 +139,23 @@ int partd_store_get_result(partd_store *s, const char *cache_key,
  * PARTD_STORE_MISSING when it is no longer there. */
 int partd_store_touch_result(partd_store *s, const char *cache_key, int64_t now_ms);
 
-/* Jobs newest first: status -1 = any, before_seq 0 = from the newest.
- * Calls fn for each (the row is cleared after fn returns). */
+/* Jobs newest first: status -1 = any, before_seq 0 = from the newest, at
+ * most `limit`. Calls fn for each (the row is cleared after fn returns). */
 typedef void (*partd_store_row_fn)(const partd_job_row *row, void *ctx);
 int partd_store_list(partd_store *s, int status, int64_t before_seq, unsigned limit,
                      partd_store_row_fn fn, void *ctx);
 
-/* Unfinished jobs in submission order with their request bodies. */
+/* Unfinished jobs in submission order with their request bodies (body is
+ * valid during the call only). fn may write to the store meanwhile. */
 typedef void (*partd_store_pending_fn)(const partd_job_row *row, const char *body,
                                        size_t len, void *ctx);
 int partd_store_pending(partd_store *s, partd_store_pending_fn fn, void *ctx);
 
 /* Deletes finished jobs finished before cutoff and results unused since
- * cutoff; fn(cache_key) is called for each deleted result before it goes. */
-int partd_store_sweep(partd_store *s, int64_t cutoff_ms, void (*fn)(const char *key, void *ctx),
-                      void *ctx, unsigned *jobs_deleted, unsigned *results_deleted);
-/* (fn may be NULL.) */
+ * cutoff; fn(cache_key) (fn may be NULL) is called for each deleted result
+ * before it goes. The counts are 0 unless it returns PARTD_OK. */
+typedef void (*partd_store_key_fn)(const char *key, void *ctx);
+int partd_store_sweep(partd_store *s, int64_t cutoff_ms, partd_store_key_fn fn, void *ctx,
+                      unsigned *jobs_deleted, unsigned *results_deleted);
 
 #endif

@@ -1,12 +1,12 @@
-/* test_store.c - the SQLite store: rows round-trip, idempotency keys,
- * finishing with a result, listing order, pending jobs, the retention sweep,
- * and refusal of corrupt or foreign databases. */
+/* test_store.c - the store interface (store.h) on the default backend: rows
+ * round-trip, idempotency keys, missing rows, finishing with and without a
+ * result, cancelling, listing order, pagination and filter, pending jobs, the
+ * retention sweep, and store URLs. What is particular to the SQLite backend
+ * (its file, schema versions, size cap, binds) is in test_store_sqlite.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <sqlite3.h>
 
 #include "testutil.h"
 
@@ -185,6 +185,7 @@ static void test_list_pending_and_sweep(void **state)
     assert_int_equal(pending.n, 3); /* queued and running, oldest first */
     assert_string_equal(pending.ids[0], ID[0]);
     assert_string_equal(pending.ids[1], ID[2]);
+    assert_string_equal(pending.ids[2], ID[3]);
     assert_int_equal(pending.body_len[0], 4);
 
     unsigned jobs = 0, results = 0;
@@ -197,87 +198,280 @@ static void test_list_pending_and_sweep(void **state)
     partd_store_close(s);
 }
 
-static void expect_refused(int want_code)
-{
-    char err[512];
-    int code = 0;
-    partd_store *s = partd_store_open(dir, err, sizeof err, &code);
-    assert_null(s);
-    assert_int_equal(code, want_code);
-    assert_true(strlen(err) > 10);
-}
-
-static void test_corrupt_and_foreign_files_are_refused(void **state)
+static void test_missing_rows(void **state)
 {
     (void)state;
-    char path[300];
-    snprintf(path, sizeof path, "%s/partd.db", dir);
-    FILE *f = fopen(path, "wb");
-    for (int i = 0; i < 1000; i++)
-        fputs("not a database at all ", f);
-    fclose(f);
-    expect_refused(PARTD_EXIT_STORE_CORRUPT);
-    unlink(path);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "%s/notadir", dir);
-    f = fopen(cmd, "w");
-    fclose(f);
-    char inner[320];
-    snprintf(inner, sizeof inner, "%s/notadir/sub", dir);
-    char err[256];
-    int code = 0;
-    assert_null(partd_store_open(inner, err, sizeof err, &code));
-    assert_int_equal(code, PARTD_EXIT_STORE_UNWRITABLE);
-}
-
-/* A store written by schema 1 (no coded forms) is migrated in place: its
- * results stay and are served as they were. */
-static void test_schema_1_store_is_migrated(void **state)
-{
-    (void)state;
-    char path[300];
-    snprintf(path, sizeof path, "%s/partd.db", dir);
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    const char *v1 =
-        "CREATE TABLE jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
-        " status TEXT NOT NULL, created_ms INTEGER NOT NULL, started_ms INTEGER,"
-        " finished_ms INTEGER, graph_hash TEXT NOT NULL, cache_key TEXT NOT NULL,"
-        " cached INTEGER NOT NULL DEFAULT 0, summary TEXT, error TEXT, error_status INTEGER,"
-        " idempotency_key TEXT UNIQUE, request_digest TEXT, request BLOB);"
-        "CREATE TABLE results (cache_key TEXT PRIMARY KEY, etag TEXT NOT NULL,"
-        " summary TEXT NOT NULL, body BLOB NOT NULL, created_ms INTEGER NOT NULL,"
-        " used_ms INTEGER NOT NULL);"
-        "INSERT INTO results VALUES ('sha256:old', 'sha256:e1', '{}', 'OLD', 1, 1);"
-        "PRAGMA application_id = 1885434484; PRAGMA user_version = 1;";
-    assert_int_equal(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
-
     partd_store *s = open_ok();
+    partd_job_row got;
+    char digest[72];
     partd_blob forms[PARTD_CODINGS];
     char *summary = NULL, etag[72];
-    assert_int_equal(partd_store_get_result(s, "sha256:old", forms, etag, &summary), PARTD_OK);
-    assert_memory_equal(forms[PARTD_CODING_IDENTITY].data, "OLD", 3);
-    assert_null(forms[PARTD_CODING_GZIP].data);
-    assert_null(forms[PARTD_CODING_ZSTD].data);
-    partd_blobs_free(forms);
-    free(summary);
-    partd_blob coded[PARTD_CODINGS] = {{"NEW", 3}, {"Z", 1}, {"G", 1}};
-    partd_store_result res = {"sha256:new", "sha256:e2", "{}", coded};
-    assert_int_equal(partd_store_finish_jobs(s, &res, NULL, 0), PARTD_OK);
-    assert_int_equal(partd_store_get_result(s, "sha256:new", forms, etag, &summary), PARTD_OK);
-    assert_memory_equal(forms[PARTD_CODING_ZSTD].data, "Z", 1);
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_STORE_MISSING);
+    assert_int_equal(partd_store_get_job_by_idem(s, "none", &got, digest), PARTD_STORE_MISSING);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 10), PARTD_STORE_MISSING);
+    assert_int_equal(partd_store_cancel_job(s, ID[0], 10, &got), PARTD_STORE_MISSING);
+    assert_int_equal(partd_store_get_result(s, "sha256:none", forms, etag, &summary),
+                     PARTD_STORE_MISSING);
+    assert_null(summary);
+    assert_null(forms[PARTD_CODING_IDENTITY].data);
+    assert_int_equal(partd_store_touch_result(s, "sha256:none", 10), PARTD_STORE_MISSING);
+    assert_true(partd_store_healthy(s)); /* a missing row is no store failure */
+    partd_store_close(s);
+}
+
+static void test_finish_without_result(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    partd_job_row a = row_of(ID[0], 1000), b = row_of(ID[1], 1001);
+    assert_int_equal(partd_store_insert_job(s, &a, NULL, NULL, "{}", 2), PARTD_OK);
+    assert_int_equal(partd_store_insert_job(s, &b, NULL, NULL, "{}", 2), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 1100), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[1], 1100), PARTD_OK);
+    a.status = PARTD_JOB_FAILED;
+    a.finished_ms = 1200;
+    a.error = "{\"status\":422}";
+    a.error_status = 422;
+    b.status = PARTD_JOB_QUEUED; /* a shutdown leaves it queued */
+    const partd_job_row *rows[] = {&a, &b};
+    assert_int_equal(partd_store_finish_jobs(s, NULL, rows, 2), PARTD_OK);
+
+    partd_job_row got;
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_FAILED);
+    assert_int_equal(got.finished_ms, 1200);
+    assert_int_equal(got.started_ms, 1100);
+    assert_string_equal(got.error, "{\"status\":422}");
+    assert_int_equal(got.error_status, 422);
+    assert_null(got.summary);
+    partd_job_row_clear(&got);
+    assert_int_equal(partd_store_get_job(s, ID[1], &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_QUEUED);
+    assert_int_equal(got.started_ms, 0); /* cleared for the next start */
+    assert_int_equal(got.finished_ms, 0);
+    partd_job_row_clear(&got);
+    partd_blob forms[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_get_result(s, a.cache_key, forms, etag, &summary),
+                     PARTD_STORE_MISSING); /* no result was stored */
+    partd_store_close(s);
+}
+
+/* A stored result is kept (first one wins) and counts as used again. */
+static void test_put_result_keeps_the_first(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    partd_blob one[PARTD_CODINGS] = {{"ONE", 3}};
+    partd_blob two[PARTD_CODINGS] = {{"TWO", 3}};
+    partd_store_result r1 = {"sha256:k", "sha256:e1", "{\"n\":1}", one};
+    partd_store_result r2 = {"sha256:k", "sha256:e2", "{\"n\":2}", two};
+    assert_int_equal(partd_store_put_result(s, &r1), PARTD_OK);
+    assert_int_equal(partd_store_put_result(s, &r2), PARTD_OK);
+    partd_blob forms[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_get_result(s, "sha256:k", forms, etag, &summary), PARTD_OK);
+    assert_memory_equal(forms[PARTD_CODING_IDENTITY].data, "ONE", 3);
+    assert_string_equal(etag, "sha256:e1");
+    assert_string_equal(summary, "{\"n\":1}");
     partd_blobs_free(forms);
     free(summary);
     partd_store_close(s);
+}
 
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    assert_int_equal(sqlite3_column_int(st, 0), 2);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+static void test_cancel(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    for (int i = 0; i < 3; i++) {
+        partd_job_row r = row_of(ID[i], 1000 + i);
+        assert_int_equal(partd_store_insert_job(s, &r, NULL, NULL, "body", 4), PARTD_OK);
+    }
+    assert_int_equal(partd_store_mark_running(s, ID[1], 1500), PARTD_OK);
+    partd_job_row done = row_of(ID[2], 1002);
+    done.status = PARTD_JOB_SUCCEEDED;
+    done.finished_ms = 1600;
+    done.summary = "{\"partitions\":1}";
+    const partd_job_row *rows[] = {&done};
+    assert_int_equal(partd_store_finish_jobs(s, NULL, rows, 1), PARTD_OK);
+
+    partd_job_row got;
+    assert_int_equal(partd_store_cancel_job(s, ID[0], 2000, &got), PARTD_OK); /* queued */
+    assert_string_equal(got.id, ID[0]);
+    assert_int_equal(got.status, PARTD_JOB_CANCELLED);
+    assert_int_equal(got.finished_ms, 2000);
+    assert_int_equal(got.created_ms, 1000);
+    partd_job_row_clear(&got);
+    assert_int_equal(partd_store_cancel_job(s, ID[1], 2100, NULL), PARTD_OK); /* running */
+    assert_int_equal(partd_store_get_job(s, ID[1], &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_CANCELLED);
+    assert_int_equal(got.started_ms, 1500);
+    assert_int_equal(got.finished_ms, 2100);
+    partd_job_row_clear(&got);
+
+    /* Finished jobs stay as they are. */
+    assert_int_equal(partd_store_cancel_job(s, ID[0], 3000, &got), PARTD_STORE_CONFLICT);
+    assert_int_equal(partd_store_cancel_job(s, ID[2], 3000, &got), PARTD_STORE_CONFLICT);
+    assert_int_equal(partd_store_get_job(s, ID[2], &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
+    assert_int_equal(got.finished_ms, 1600);
+    assert_string_equal(got.summary, "{\"partitions\":1}");
+    partd_job_row_clear(&got);
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_OK);
+    assert_int_equal(got.finished_ms, 2000);
+    partd_job_row_clear(&got);
+
+    collected pending = {0};
+    assert_int_equal(partd_store_pending(s, collect_pending, &pending), PARTD_OK);
+    assert_int_equal(pending.n, 0); /* nothing cancelled comes back after a restart */
+    partd_store_close(s);
+}
+
+/* Walks every page of `status` (-1 any) with pages of `page` rows. */
+static collected walk(partd_store *s, int status, unsigned page)
+{
+    collected all = {0};
+    int64_t before = 0;
+    for (;;) {
+        collected c = {0};
+        assert_int_equal(partd_store_list(s, status, before, page, collect, &c), PARTD_OK);
+        assert_true(c.n <= (int)page);
+        for (int i = 0; i < c.n; i++) {
+            if (before > 0)
+                assert_true(c.seq[i] < before);
+            before = c.seq[i];
+            all.seq[all.n] = c.seq[i];
+            memcpy(all.ids[all.n++], c.ids[i], sizeof c.ids[i]);
+        }
+        if (c.n < (int)page)
+            return all;
+    }
+}
+
+static void test_list_pages_and_filter(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    for (int i = 0; i < 4; i++) {
+        partd_job_row r = row_of(ID[i], 1000 + i);
+        assert_int_equal(partd_store_insert_job(s, &r, NULL, NULL, "b", 1), PARTD_OK);
+    }
+    assert_int_equal(partd_store_cancel_job(s, ID[0], 2000, NULL), PARTD_OK);
+    assert_int_equal(partd_store_cancel_job(s, ID[2], 2000, NULL), PARTD_OK);
+
+    collected all = walk(s, -1, 3);
+    assert_int_equal(all.n, 4);
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(all.ids[i], ID[3 - i]); /* newest first, each once */
+    collected pairs = walk(s, -1, 2); /* a last page that is full */
+    assert_int_equal(pairs.n, 4);
+    collected cancelled = walk(s, PARTD_JOB_CANCELLED, 1);
+    assert_int_equal(cancelled.n, 2);
+    assert_string_equal(cancelled.ids[0], ID[2]);
+    assert_string_equal(cancelled.ids[1], ID[0]);
+    collected queued = walk(s, PARTD_JOB_QUEUED, 10);
+    assert_int_equal(queued.n, 2);
+    assert_string_equal(queued.ids[0], ID[3]);
+    assert_string_equal(queued.ids[1], ID[1]);
+    collected none = walk(s, PARTD_JOB_FAILED, 10);
+    assert_int_equal(none.n, 0);
+    collected zero = {0};
+    assert_int_equal(partd_store_list(s, -1, 0, 0, collect, &zero), PARTD_OK);
+    assert_int_equal(zero.n, 0);
+    partd_store_close(s);
+}
+
+typedef struct keys {
+    char key[4][72];
+    int n;
+} keys;
+
+static void collect_key(const char *key, void *ctx)
+{
+    keys *k = ctx;
+    snprintf(k->key[k->n++], sizeof k->key[0], "%s", key);
+}
+
+/* Results unused since the cutoff go (named to fn first); results used
+ * since, unfinished jobs and jobs finished since stay. */
+static void test_sweep_results(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    partd_blob doc[PARTD_CODINGS] = {{"DOC", 3}};
+    partd_store_result old = {"sha256:old", "sha256:e", "{}", doc};
+    partd_store_result used = {"sha256:used", "sha256:e", "{}", doc};
+    assert_int_equal(partd_store_put_result(s, &old), PARTD_OK);
+    assert_int_equal(partd_store_put_result(s, &used), PARTD_OK);
+    /* Stored now: move "old" back in time, keep "used" in the future. */
+    assert_int_equal(partd_store_touch_result(s, "sha256:old", 100), PARTD_OK);
+    int64_t later = partd_now_ms() + 3600 * 1000;
+    assert_int_equal(partd_store_touch_result(s, "sha256:used", later), PARTD_OK);
+    partd_job_row a = row_of(ID[0], 50), b = row_of(ID[1], 60);
+    assert_int_equal(partd_store_insert_job(s, &a, NULL, NULL, "b", 1), PARTD_OK);
+    assert_int_equal(partd_store_insert_job(s, &b, NULL, NULL, "b", 1), PARTD_OK);
+    assert_int_equal(partd_store_cancel_job(s, ID[1], 1000, NULL), PARTD_OK);
+
+    keys k = {0};
+    unsigned jobs = 9, results = 9;
+    assert_int_equal(partd_store_sweep(s, 500, collect_key, &k, &jobs, &results), PARTD_OK);
+    assert_int_equal(results, 1);
+    assert_int_equal(jobs, 0); /* finished at 1000, after the cutoff */
+    assert_int_equal(k.n, 1);
+    assert_string_equal(k.key[0], "sha256:old");
+    partd_blob forms[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_get_result(s, "sha256:old", forms, etag, &summary),
+                     PARTD_STORE_MISSING);
+    assert_int_equal(partd_store_get_result(s, "sha256:used", forms, etag, &summary), PARTD_OK);
+    partd_blobs_free(forms);
+    free(summary);
+
+    assert_int_equal(partd_store_sweep(s, 1001, NULL, NULL, &jobs, &results), PARTD_OK);
+    assert_int_equal(jobs, 1);
+    assert_int_equal(results, 0);
+    partd_job_row got;
+    assert_int_equal(partd_store_get_job(s, ID[1], &got), PARTD_STORE_MISSING);
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_OK); /* queued: never swept */
+    partd_job_row_clear(&got);
+    partd_store_close(s);
+}
+
+static void expect_url_refused(const char *url, const char *needle, const char *secret)
+{
+    char err[512] = "";
+    int code = 0;
+    assert_null(partd_store_open_url(url, dir, err, sizeof err, &code));
+    assert_int_equal(code, PARTD_EXIT_STORE_URL);
+    if (!strstr(err, needle))
+        fail_msg("\"%s\" does not name \"%s\"", err, needle);
+    if (secret && strstr(err, secret))
+        fail_msg("\"%s\" repeats the URL's secret", err);
+}
+
+static void test_store_urls(void **state)
+{
+    (void)state;
+    expect_url_refused("postgresql://partd:hunter2@127.0.0.1/partd", "\"postgresql\"", "hunter2");
+    expect_url_refused("mysql", "unknown store scheme \"mysql\"", NULL);
+    expect_url_refused("mysql", "sqlite", NULL); /* names what this build supports */
+    expect_url_refused(":nothing", "no scheme", NULL);
+    expect_url_refused("sqlite:/elsewhere/x.db", "partd.db in the data directory", NULL);
+    char path[300];
+    snprintf(path, sizeof path, "%s/partd.db", dir);
+    assert_int_equal(access(path, F_OK), -1); /* refused before creating anything */
+
+    const char *fine[] = {NULL, "", "sqlite", "SQLite"};
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        char err[512];
+        int code = 0;
+        partd_store *s = partd_store_open_url(fine[i], dir, err, sizeof err, &code);
+        if (!s)
+            fail_msg("open failed: %s", err);
+        assert_string_equal(partd_store_kind(s), "sqlite");
+        partd_store_close(s);
+    }
+    assert_int_equal(access(path, F_OK), 0);
 }
 
 int main(void)
@@ -286,9 +480,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_insert_get_and_idempotency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finish_with_result_and_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pending_and_sweep, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_schema_1_store_is_migrated, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_corrupt_and_foreign_files_are_refused, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_missing_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finish_without_result, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_result_keeps_the_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_pages_and_filter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sweep_results, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_urls, setup, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
