@@ -21,7 +21,7 @@ typedef struct tu_server {
     pid_t pid;
     FILE *log;          /* read end of the child's stderr */
     char address[128];  /* "127.0.0.1:PORT" once listening */
-    char last[1024];    /* the last log line read by tu_server_start */
+    char text[4096];    /* the log read by tu_server_start (its start) */
 } tu_server;
 
 /* argv[0] is "serve". */
