@@ -166,8 +166,6 @@ static void run_free(partd_jobs *j, run *r)
     free(r);
 }
 
-
-
 static void after_plan(uv_work_t *w, int status);
 
 run *partd_jobs_run_new(partd_jobs *j, partd_request *req)
