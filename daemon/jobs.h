@@ -13,8 +13,20 @@
  * Every state change is written to the store before it is visible in the
  * table, and logged. Finished jobs leave the table (the store has them).
  *
- * Errors: functions return PARTD_OK, PARTD_STORE_MISSING (not an unfinished
- * job), PARTD_STORE_CONFLICT (already finished), PARTD_ENOMEM or PARTD_EIO.
+ * Implemented by jobs_queue.c (table, messages, drain), jobs_pool.c (runs
+ * on the pool, finishing into store and cache) and jobs_recover.c (queueing
+ * unfinished jobs again at start), around jobs_internal.h.
+ *
+ * Ownership: the engine owns the jobs it holds and the requests handed to
+ * partd_jobs_submit; rows copied out (lookup, cancel) belong to the caller.
+ *
+ * Errors: the daemon's convention: functions return PARTD_OK or a negative
+ * PARTD_E* code (lib/partd.h: PARTD_ENOMEM, PARTD_EIO) and write a sentence
+ * to an err buffer or a problem where the caller needs the reason. Lookup
+ * and cancel also return the store's positive outcomes PARTD_STORE_MISSING
+ * (not an unfinished job) and PARTD_STORE_CONFLICT (already finished), which
+ * the caller maps to 404 and 409; no reason text is needed for those.
+ * Failures on the loop thread, which has no caller to tell, are logged.
  */
 #ifndef PARTD_DAEMON_JOBS_H
 #define PARTD_DAEMON_JOBS_H

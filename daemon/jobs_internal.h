@@ -1,0 +1,155 @@
+/*
+ * jobs_internal.h - the job engine's shared internal types; private to
+ * jobs_queue.c, jobs_pool.c and jobs_recover.c (everyone else uses jobs.h).
+ *
+ * The engine is three units around one struct partd_jobs:
+ *   jobs_queue.c    the job table and the message queue: submit, lookup and
+ *                   cancel from HTTP threads (mutex + uv_async_send), the
+ *                   loop side that handles the messages, drain and close.
+ *   jobs_pool.c     runs on libuv's pool: plan_work on a pool thread,
+ *                   after_plan on the loop thread, finishing jobs into the
+ *                   store and the cache, retrying store writes that failed.
+ *   jobs_recover.c  queueing again, at start, the jobs the store holds as
+ *                   unfinished.
+ *
+ * Threads:
+ *   HTTP threads  push messages (submit, cancel) and read the table under
+ *                 table_lock.
+ *   loop thread   pops messages, owns runs, writes the table under
+ *                 table_lock, writes the store, calls uv_queue_work/uv_cancel.
+ *   pool threads  plan one run each (plan_work); they touch only their run
+ *                 and post a "started" message.
+ *
+ * Ownership: the table owns its jobs (freed with partd_jobs_job_free when
+ * they leave it); a run owns its request, result forms and problem; the
+ * message queue owns submit and cancel messages (the started message is
+ * embedded in its run).
+ *
+ * Errors: the daemon's convention: functions return PARTD_OK or a negative
+ * PARTD_E* code (lib/partd.h), or a pointer that is NULL on failure; the
+ * loop-thread functions below cannot report to a caller and log what went
+ * wrong instead (a job they cannot queue stays queued in the store for the
+ * next start).
+ */
+#ifndef PARTD_DAEMON_JOBS_INTERNAL_H
+#define PARTD_DAEMON_JOBS_INTERNAL_H
+
+#include <pthread.h>
+
+#include "cancel.h"
+#include "jobs.h"
+#include "problem.h"
+
+typedef struct run run;
+
+typedef struct job {
+    partd_job_row row;         /* status and times: written under table_lock */
+    run *run;
+    struct job *run_next;
+    struct job *unsaved_next;  /* finished, but the store refused the write */
+} job;
+
+enum msg_kind { MSG_SUBMIT, MSG_CANCEL, MSG_STARTED };
+
+typedef struct cancel_reply {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+    int rc;
+    partd_job_row row;
+} cancel_reply;
+
+typedef struct msg {
+    enum msg_kind kind;
+    struct msg *next;
+    job *job;                  /* SUBMIT */
+    partd_request *req;        /* SUBMIT */
+    char id[PARTD_ID_LEN + 1]; /* CANCEL */
+    cancel_reply *reply;       /* CANCEL */
+    run *run;                  /* STARTED */
+} msg;
+
+struct run {
+    uv_work_t work;
+    partd_jobs *owner;
+    partd_request *req;
+    partd_cancel cancel;
+    char cache_key[72];
+    job *jobs;                 /* attached jobs */
+    unsigned n_jobs;
+    int started;               /* loop side: the started message was handled */
+    int abandoned;             /* stopped by a shutdown: leave jobs queued */
+    int keyed;                 /* still in runs_by_key */
+    run *prev, *next;          /* all live runs */
+    msg started_msg;           /* preallocated so the pool thread never mallocs it */
+    /* Written by the pool thread, read by the loop after completion. */
+    int64_t start_ms, start_ns, end_ns;
+    int rc;
+    /* The result document and its coded forms, made on the worker thread. */
+    partd_blob forms[PARTD_CODINGS];
+    char etag[72];
+    char *summary;
+    partd_problem problem;
+};
+
+struct partd_jobs {
+    partd_service *svc;
+    uv_loop_t *loop;
+    uv_async_t wakeup;
+    uv_timer_t grace;
+    uv_timer_t retry;          /* store writes that failed */
+    job *unsaved;
+    void (*on_drained)(void *ctx);
+    void *drained_ctx;
+
+    pthread_mutex_t queue_lock;
+    msg *head, *tail;
+    int closed;                /* no more messages accepted */
+
+    pthread_mutex_t table_lock;
+    partd_map table;           /* id -> job (unfinished jobs) */
+
+    partd_map runs_by_key;     /* cache_key -> run (loop thread only) */
+    run *runs;                 /* every live run (loop thread only) */
+    unsigned n_runs;
+    int draining;
+    int drained_called;
+};
+
+/* ---- jobs_queue.c: table and messages ----------------------------------- */
+
+/* Logs a job's state (and one extra number when extra_key is not NULL). */
+void partd_jobs_log(const job *jb, const char *extra_key, double extra);
+/* Moves the job to status, keeping the queued/running/finished gauges. */
+void partd_jobs_set_status(partd_jobs *j, job *jb, partd_job_status status);
+void partd_jobs_table_remove(partd_jobs *j, job *jb);
+/* A queued job with a copy of row (without summary and error); NULL on
+ * ENOMEM. */
+job *partd_jobs_job_new(const partd_job_row *row);
+void partd_jobs_job_free(job *jb);
+/* Appends m to the message queue; the caller holds queue_lock. */
+void partd_jobs_post(partd_jobs *j, msg *m);
+/* Loop thread: handles every queued message. */
+void partd_jobs_process_messages(partd_jobs *j);
+/* Loop thread: puts a job (counted in jobs_queued) in the table and in a
+ * run, or finishes it from the cache. Takes ownership of jb and req. */
+void partd_jobs_enqueue(partd_jobs *j, job *jb, partd_request *req);
+/* Loop thread: calls on_drained once a drain has no runs left. */
+void partd_jobs_maybe_drained(partd_jobs *j);
+
+/* ---- jobs_pool.c: runs on the pool -------------------------------------- */
+
+/* Loop thread: a run planning req on the pool, registered under its
+ * cache_key; NULL (req still the caller's) when it cannot be queued. */
+run *partd_jobs_run_new(partd_jobs *j, partd_request *req);
+void partd_jobs_attach(run *r, job *jb);
+void partd_jobs_detach(run *r, job *jb);
+/* Stops a run nobody waits for any more. */
+void partd_jobs_stop_run(partd_jobs *j, run *r);
+/* Later identical jobs no longer join r. */
+void partd_jobs_unkey(partd_jobs *j, run *r);
+/* The run started planning: its jobs turn running. */
+void partd_jobs_on_started(partd_jobs *j, run *r);
+void partd_jobs_mark_running(partd_jobs *j, job *jb, run *r);
+
+#endif

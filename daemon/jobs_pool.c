@@ -1,0 +1,444 @@
+/*
+ * jobs_pool.c - runs of the job engine on libuv's thread pool: planning on
+ * a pool thread (plan_work), completion on the loop thread (after_plan),
+ * finishing the run's jobs into the store and the cache, and retrying store
+ * writes that failed. See jobs_internal.h for the threads and ownership.
+ */
+#define _GNU_SOURCE
+#include "jobs_internal.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "log.h"
+#include "partd.h"
+#include "plan.h"
+#include "result.h"
+
+/* How often the final state of jobs the store refused is written again. */
+#define RETRY_MS 1000
+
+/* ---- summary ------------------------------------------------------------ */
+
+/* Finds the value of the top-level member "summary" in the result document
+ * without parsing all of it (results of 10^6-node graphs are large): a scan
+ * that tracks strings and nesting depth. Returns a malloc'd copy or NULL. */
+static char *extract_summary(const char *doc, size_t len)
+{
+    int depth = 0, in_string = 0, escaped = 0;
+    size_t key_start = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = doc[i];
+        if (in_string) {
+            if (escaped)
+                escaped = 0;
+            else if (ch == '\\')
+                escaped = 1;
+            else if (ch == '"') {
+                in_string = 0;
+                size_t klen = i - key_start;
+                size_t k = i + 1;
+                while (k < len && (doc[k] == ' ' || doc[k] == '\n' || doc[k] == '\t' || doc[k] == '\r'))
+                    k++;
+                if (depth == 1 && k < len && doc[k] == ':' && klen == 7 &&
+                    memcmp(doc + key_start, "summary", 7) == 0) {
+                    size_t v = k + 1, e;
+                    int d = 0, s = 0, esc = 0;
+                    for (e = v; e < len; e++) {
+                        char c = doc[e];
+                        if (s) {
+                            if (esc)
+                                esc = 0;
+                            else if (c == '\\')
+                                esc = 1;
+                            else if (c == '"')
+                                s = 0;
+                        } else if (c == '"') {
+                            s = 1;
+                        } else if (c == '{' || c == '[') {
+                            d++;
+                        } else if (c == '}' || c == ']') {
+                            if (d == 0)
+                                break;
+                            d--;
+                        } else if (c == ',' && d == 0) {
+                            break;
+                        }
+                    }
+                    return strndup(doc + v, e - v);
+                }
+            }
+        } else if (ch == '"') {
+            in_string = 1;
+            key_start = i + 1;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+        }
+    }
+    return NULL;
+}
+
+/* ---- pool thread -------------------------------------------------------- */
+
+/* Planner threads run at a lower priority so that the HTTP threads (health
+ * checks, polls) stay responsive while every worker is busy. */
+static void lower_thread_priority(void)
+{
+    static _Thread_local int done;
+    if (!done) {
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+        done = 1;
+    }
+}
+
+static void plan_work(uv_work_t *w)
+{
+    run *r = w->data;
+    partd_jobs *j = r->owner;
+    lower_thread_priority();
+    r->start_ms = partd_now_ms();
+    r->start_ns = partd_monotonic_ns();
+    uint64_t timeout = j->svc->cfg->job_timeout_ms;
+    if (timeout)
+        r->cancel.deadline_ns = r->start_ns + (int64_t)timeout * 1000000;
+
+    pthread_mutex_lock(&j->queue_lock);
+    if (!j->closed) {
+        partd_jobs_post(j, &r->started_msg);
+        uv_async_send(&j->wakeup);
+    }
+    pthread_mutex_unlock(&j->queue_lock);
+
+    partd_plan *plan = NULL;
+    r->rc = partd_plan_run(r->req, &r->cancel, &plan, &r->problem);
+    if (r->rc == PARTD_OK) {
+        partd_blob *doc = &r->forms[PARTD_CODING_IDENTITY];
+        doc->data = partd_result_to_json(r->req, plan, &doc->len);
+        if (!doc->data)
+            r->rc = PARTD_ENOMEM;
+        else if (partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK)
+            r->rc = PARTD_EINTERNAL;
+        else if (!(r->summary = extract_summary(doc->data, doc->len)))
+            r->rc = PARTD_EINTERNAL;
+    }
+    if (r->rc == PARTD_OK && partd_encode_all(r->forms) != PARTD_OK)
+        /* The document itself is fine; it is only served uncompressed. */
+        partd_log_msg("warn", "job", "compressing the result of %s failed; serving it "
+                      "uncompressed only", r->cache_key);
+    partd_plan_free(plan);
+    /* The model can be large; it is not needed after planning. */
+    partd_request_free(r->req);
+    r->req = NULL;
+    r->end_ns = partd_monotonic_ns();
+}
+
+/* ---- runs (loop thread) ------------------------------------------------- */
+
+void partd_jobs_unkey(partd_jobs *j, run *r)
+{
+    if (r->keyed) {
+        partd_map_remove(&j->runs_by_key, r->cache_key);
+        r->keyed = 0;
+    }
+}
+
+static void run_free(partd_jobs *j, run *r)
+{
+    partd_jobs_unkey(j, r);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        j->runs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    j->n_runs--;
+    partd_request_free(r->req);
+    partd_blobs_free(r->forms);
+    free(r->summary);
+    partd_problem_free(&r->problem);
+    free(r);
+}
+
+static void after_plan(uv_work_t *w, int status);
+
+run *partd_jobs_run_new(partd_jobs *j, partd_request *req)
+{
+    run *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->owner = j;
+    r->req = req;
+    partd_cancel_init(&r->cancel, 0);
+    partd_problem_init(&r->problem);
+    snprintf(r->cache_key, sizeof r->cache_key, "%s", req->cache_key);
+    r->work.data = r;
+    r->started_msg.kind = MSG_STARTED;
+    r->started_msg.run = r;
+    if (partd_map_put(&j->runs_by_key, r->cache_key, r) != PARTD_OK) {
+        free(r);
+        return NULL;
+    }
+    r->keyed = 1;
+    r->next = j->runs;
+    if (j->runs)
+        j->runs->prev = r;
+    j->runs = r;
+    j->n_runs++;
+    if (uv_queue_work(j->loop, &r->work, plan_work, after_plan) != 0) {
+        r->req = NULL; /* the caller still owns it */
+        run_free(j, r);
+        return NULL;
+    }
+    return r;
+}
+
+void partd_jobs_attach(run *r, job *jb)
+{
+    jb->run = r;
+    jb->run_next = r->jobs;
+    r->jobs = jb;
+    r->n_jobs++;
+}
+
+void partd_jobs_detach(run *r, job *jb)
+{
+    for (job **p = &r->jobs; *p; p = &(*p)->run_next)
+        if (*p == jb) {
+            *p = jb->run_next;
+            r->n_jobs--;
+            break;
+        }
+    jb->run = NULL;
+    jb->run_next = NULL;
+}
+
+/* Stops a run nobody waits for any more. */
+void partd_jobs_stop_run(partd_jobs *j, run *r)
+{
+    partd_jobs_unkey(j, r); /* later identical jobs must not join a cancelled run */
+    if (uv_cancel((uv_req_t *)&r->work) != 0)
+        atomic_store(&r->cancel.cancelled, 1);
+}
+
+void partd_jobs_mark_running(partd_jobs *j, job *jb, run *r)
+{
+    pthread_mutex_lock(&j->table_lock);
+    jb->row.started_ms = r->start_ms;
+    pthread_mutex_unlock(&j->table_lock);
+    partd_store_mark_running(j->svc->store, jb->row.id, r->start_ms);
+    double waited = (double)(r->start_ms - jb->row.created_ms) / 1000.0;
+    partd_histogram_observe(&j->svc->metrics.queue_wait, waited > 0 ? waited : 0);
+    partd_jobs_set_status(j, jb, PARTD_JOB_RUNNING);
+    partd_jobs_log(jb, "queue_wait_ms", (double)(r->start_ms - jb->row.created_ms));
+}
+
+void partd_jobs_on_started(partd_jobs *j, run *r)
+{
+    r->started = 1;
+    for (job *jb = r->jobs; jb; jb = jb->run_next)
+        partd_jobs_mark_running(j, jb, r);
+}
+
+static void problem_for(run *r, partd_problem *p, uint64_t timeout_ms)
+{
+    if (r->rc == PARTD_ETIMEOUT) {
+        partd_problem_set(p, 503, "job-timeout", "Planning timed out",
+                          "planning took longer than the job time limit (--job-timeout-ms = %llu ms)",
+                          (unsigned long long)timeout_ms);
+    } else if (p->status == 0) {
+        int status = r->rc == PARTD_EINFEASIBLE || r->rc == PARTD_EINVALID ? 422 : 500;
+        partd_problem_set(p, status, status == 422 ? "planning-failed" : "internal-error",
+                          status == 422 ? "No plan" : "Planning failed", "%s",
+                          partd_strerror(r->rc));
+    }
+}
+
+static size_t fill_rows(const run *r, partd_job_row *copies, const partd_job_row **rows,
+                        partd_job_status status, int64_t now, const char *error,
+                        int error_status)
+{
+    size_t n = 0;
+    for (const job *jb = r->jobs; jb; jb = jb->run_next) {
+        partd_job_row *c = &copies[n];
+        *c = jb->row; /* shallow: the store only reads it */
+        c->status = status;
+        c->finished_ms = status == PARTD_JOB_QUEUED ? 0 : now;
+        c->summary = status == PARTD_JOB_SUCCEEDED ? r->summary : NULL;
+        c->error = (char *)error;
+        c->error_status = error_status;
+        rows[n++] = c;
+    }
+    return n;
+}
+
+static char *store_failure_problem(int *status)
+{
+    partd_problem p;
+    partd_problem_init(&p);
+    partd_problem_set(&p, 503, "store-unavailable", "Result not stored",
+                      "the plan was computed but the store could not save it (disk full or "
+                      "read-only data directory?); submit the job again once it is fixed");
+    char *text = partd_problem_to_json(&p, NULL);
+    *status = 503;
+    partd_problem_free(&p);
+    return text;
+}
+
+static void on_retry(uv_timer_t *t);
+
+/* Finishes every job of a completed run: store first, then cache and
+ * table, so that whatever a poll sees is already durable. When the store
+ * refuses (disk full, read-only), a computed plan fails with a problem that
+ * says so, and jobs whose final state cannot be written stay in the table
+ * (answering polls) while a timer retries the write. */
+static void finish_run_jobs(partd_jobs *j, run *r)
+{
+    partd_job_status status;
+    char *error = NULL;
+    int error_status = 0;
+    int64_t now = partd_now_ms();
+    if (r->abandoned) {
+        status = PARTD_JOB_QUEUED; /* left for the next start */
+    } else if (r->rc == PARTD_OK) {
+        status = PARTD_JOB_SUCCEEDED;
+    } else {
+        status = PARTD_JOB_FAILED;
+        problem_for(r, &r->problem, j->svc->cfg->job_timeout_ms);
+        error = partd_problem_to_json(&r->problem, NULL);
+        error_status = r->problem.status;
+    }
+    partd_job_row *copies = calloc(r->n_jobs + 1, sizeof *copies);
+    const partd_job_row **rows = calloc(r->n_jobs + 1, sizeof *rows);
+    int stored = 0;
+    size_t n = 0;
+    if (copies && rows) {
+        n = fill_rows(r, copies, rows, status, now, error, error_status);
+        if (status == PARTD_JOB_SUCCEEDED) {
+            partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
+            stored = partd_store_finish_jobs(j->svc->store, &res, rows, n) == PARTD_OK;
+            if (!stored) {
+                status = PARTD_JOB_FAILED;
+                error = store_failure_problem(&error_status);
+                n = fill_rows(r, copies, rows, status, now, error, error_status);
+            }
+        }
+        if (!stored)
+            stored = partd_store_finish_jobs(j->svc->store, NULL, rows, n) == PARTD_OK;
+    }
+    free(copies);
+    free(rows);
+    if (status == PARTD_JOB_SUCCEEDED) {
+        /* Cached only once stored: a cache hit always has a stored result. */
+        char *summary = strdup(r->summary);
+        if (summary) {
+            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
+        }
+    }
+
+    double secs = (double)(r->end_ns - r->start_ns) / 1e9;
+    job *jb = r->jobs;
+    while (jb) {
+        job *next = jb->run_next;
+        jb->run = NULL;
+        jb->run_next = NULL;
+        int keep = !stored && status != PARTD_JOB_QUEUED;
+        if (!keep) {
+            /* Polls now read the store, which has the final state. */
+            partd_jobs_table_remove(j, jb);
+        } else {
+            /* Polls keep reading the table: complete the row first. */
+            pthread_mutex_lock(&j->table_lock);
+            jb->row.summary = status == PARTD_JOB_SUCCEEDED ? strdup(r->summary) : NULL;
+            jb->row.error = error ? strdup(error) : NULL;
+            jb->row.finished_ms = now;
+            jb->row.error_status = error_status;
+            pthread_mutex_unlock(&j->table_lock);
+        }
+        if (status != PARTD_JOB_QUEUED) {
+            partd_histogram_observe(&j->svc->metrics.job_duration, secs);
+            partd_jobs_set_status(j, jb, status);
+            partd_jobs_log(jb, "duration_ms", secs * 1000.0);
+        } else {
+            partd_jobs_set_status(j, jb, PARTD_JOB_QUEUED);
+            partd_jobs_log(jb, NULL, 0);
+        }
+        if (keep) {
+            jb->unsaved_next = j->unsaved;
+            j->unsaved = jb;
+        } else {
+            partd_jobs_job_free(jb);
+        }
+        jb = next;
+    }
+    if (j->unsaved && !uv_is_active((uv_handle_t *)&j->retry))
+        uv_timer_start(&j->retry, on_retry, RETRY_MS, RETRY_MS);
+    r->jobs = NULL;
+    r->n_jobs = 0;
+    free(error);
+}
+
+/* Writes the final state of jobs the store refused earlier. */
+static void on_retry(uv_timer_t *t)
+{
+    partd_jobs *j = t->data;
+    size_t n = 0;
+    for (job *jb = j->unsaved; jb; jb = jb->unsaved_next)
+        n++;
+    const partd_job_row **rows = calloc(n + 1, sizeof *rows);
+    if (!rows)
+        return;
+    n = 0;
+    for (job *jb = j->unsaved; jb; jb = jb->unsaved_next)
+        rows[n++] = &jb->row;
+    int rc = partd_store_finish_jobs(j->svc->store, NULL, rows, n);
+    free(rows);
+    if (rc != PARTD_OK)
+        return;
+    partd_log_msg("info", "store", "saved the final state of %zu job(s) after a store failure", n);
+    while (j->unsaved) {
+        job *jb = j->unsaved;
+        j->unsaved = jb->unsaved_next;
+        partd_jobs_table_remove(j, jb);
+        partd_jobs_job_free(jb);
+    }
+    uv_timer_stop(&j->retry);
+}
+
+static void after_plan(uv_work_t *w, int status)
+{
+    run *r = w->data;
+    partd_jobs *j = r->owner;
+    /* The pool thread posted "started" before finishing; handle it first so
+     * the run is not freed under a pending message. */
+    partd_jobs_process_messages(j);
+    if (status == UV_ECANCELED) {
+        /* Cancelled before it started: by DELETE (no jobs left) or by a
+         * shutdown (jobs stay queued in the store for the next start). */
+        r->abandoned = 1;
+        r->end_ns = r->start_ns = partd_monotonic_ns();
+        if (r->n_jobs)
+            finish_run_jobs(j, r);
+    } else if (r->n_jobs) {
+        finish_run_jobs(j, r);
+    } else if (r->rc == PARTD_OK && r->forms[PARTD_CODING_IDENTITY].data) {
+        /* Every job was cancelled but planning finished anyway: keep it. */
+        char *summary = strdup(r->summary);
+        if (summary) {
+            partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
+            partd_store_finish_jobs(j->svc->store, &res, NULL, 0);
+            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
+        }
+    }
+    run_free(j, r);
+    /* Models and results of large graphs are big; hand the freed memory back
+     * so the resident size returns to its idle level between jobs. */
+    malloc_trim(0);
+    partd_jobs_maybe_drained(j);
+}

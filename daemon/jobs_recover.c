@@ -1,0 +1,78 @@
+/*
+ * jobs_recover.c - recovery at start: every job the store holds as queued
+ * or running is queued again (a request that no longer decodes fails with
+ * its problem). See jobs.h.
+ */
+#include "jobs_internal.h"
+
+#include <stdlib.h>
+
+#include "decode.h"
+#include "log.h"
+#include "partd.h"
+
+typedef struct recover_ctx {
+    partd_jobs *j;
+    int count;
+    int rc;
+} recover_ctx;
+
+static void fail_recovered(partd_jobs *j, const partd_job_row *row, partd_problem *p)
+{
+    partd_job_row failed = *row;
+    failed.status = PARTD_JOB_FAILED;
+    failed.finished_ms = partd_now_ms();
+    failed.summary = NULL;
+    failed.error = partd_problem_to_json(p, NULL);
+    failed.error_status = p->status;
+    const partd_job_row *rows[1] = {&failed};
+    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
+    free(failed.error);
+    atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_FAILED], 1);
+    partd_log_msg("warn", "recover", "job %s no longer decodes and failed: %s", row->id,
+                  p->detail ? p->detail : "");
+}
+
+static void recover_one(const partd_job_row *row, const char *body, size_t len, void *ctx)
+{
+    recover_ctx *rc = ctx;
+    partd_jobs *j = rc->j;
+    partd_request *req = NULL;
+    partd_problem problem;
+    partd_problem_init(&problem);
+    int status = partd_request_decode(body, len, &j->svc->limits, &req, &problem);
+    if (status != PARTD_OK) {
+        if (problem.status == 0)
+            partd_problem_set(&problem, 422, "invalid-request", "Invalid request", "%s",
+                              partd_strerror(status));
+        fail_recovered(j, row, &problem);
+        partd_problem_free(&problem);
+        return;
+    }
+    partd_problem_free(&problem);
+    if (row->status == PARTD_JOB_RUNNING) {
+        partd_job_row queued = *row;
+        queued.status = PARTD_JOB_QUEUED;
+        const partd_job_row *rows[1] = {&queued};
+        partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
+    }
+    job *jb = partd_jobs_job_new(row);
+    if (!jb) {
+        partd_request_free(req);
+        rc->rc = PARTD_ENOMEM;
+        return;
+    }
+    /* Recovered jobs were accepted earlier: they may exceed --queue-max. */
+    atomic_fetch_add(&j->svc->metrics.jobs_queued, 1);
+    partd_jobs_enqueue(j, jb, req);
+    rc->count++;
+}
+
+int partd_jobs_recover(partd_jobs *j)
+{
+    recover_ctx ctx = {j, 0, PARTD_OK};
+    int rc = partd_store_pending(j->svc->store, recover_one, &ctx);
+    if (rc != PARTD_OK)
+        return rc;
+    return ctx.rc != PARTD_OK ? ctx.rc : ctx.count;
+}

@@ -1,0 +1,227 @@
+/* test_cmd_plan.c - daemon/cmd_plan.c: `partd plan` reads a request from a
+ * file or stdin, writes the result to -o FILE (whole or not at all) and
+ * exits 0 planned, 2 invalid request, 3 no feasible plan, 1 anything else;
+ * `partd version` prints the version. Output streams are redirected to
+ * files in a temporary directory. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "cmd_plan.h"
+#include "partd.h"
+#include "util.h"
+
+static const char *const REQ =
+    "{\"graph\":{\"name\":\"m\",\"nodes\":["
+    "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":8},"
+    "{\"name\":\"a\",\"op\":\"call_module\",\"inputs\":[\"x\"],\"output_bytes\":4,"
+    "\"param_bytes\":16,\"latency_ms\":0.25}]},"
+    "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":100}]}";
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/partd-plan-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *path(const char *name)
+{
+    static char buf[8][128]; /* several paths live at once (argv + redirections) */
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
+    return p;
+}
+
+static void write_text(const char *file, const char *text)
+{
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The file's contents (caller frees), NULL when it does not exist. */
+static char *read_text(const char *file)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    return partd_read_file(file, 1 << 24, &buf, &len) == PARTD_OK ? buf : NULL;
+}
+
+/* Runs `partd plan argv...` with stdin from stdin_file (NULL: unchanged)
+ * and stdout/stderr into files of the temporary directory. */
+static int run_plan(int argc, char **argv, const char *stdin_file)
+{
+    fflush(stdout);
+    fflush(stderr);
+    int saved[3] = {dup(0), dup(1), dup(2)};
+    int in = stdin_file ? open(stdin_file, O_RDONLY) : -1;
+    int out = open(path("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = open(path("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(out >= 0 && err >= 0 && (!stdin_file || in >= 0));
+    if (in >= 0) {
+        dup2(in, 0);
+        close(in);
+        clearerr(stdin);
+    }
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    close(err);
+    int code = partd_cmd_plan(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    for (int fd = 0; fd < 3; fd++) {
+        dup2(saved[fd], fd);
+        close(saved[fd]);
+    }
+    clearerr(stdin);
+    return code;
+}
+
+static void test_plans_a_file_into_o(void **state)
+{
+    (void)state;
+    write_text(path("req.json"), REQ);
+    char *argv[] = {"plan", (char *)path("req.json"), "-o", (char *)path("out.json")};
+    assert_int_equal(run_plan(4, argv, NULL), 0);
+    char *result = read_text(path("out.json"));
+    assert_non_null(result);
+    assert_non_null(strstr(result, "\"summary\":{\"partitions\":1"));
+    /* Written beside the target and renamed: no temporary left. */
+    assert_null(read_text(path("out.json.tmp")));
+    char *err = read_text(path("stderr"));
+    assert_string_equal(err, "");
+    free(err);
+
+    /* The same request gives the same bytes, also from stdin to stdout. */
+    char *again[] = {"plan", "-"};
+    assert_int_equal(run_plan(2, again, path("req.json")), 0);
+    char *out = read_text(path("stdout"));
+    assert_string_equal(out, result);
+    char *implicit[] = {"plan", "--output", (char *)path("out2.json")};
+    assert_int_equal(run_plan(3, implicit, path("req.json")), 0);
+    char *out2 = read_text(path("out2.json"));
+    assert_string_equal(out2, result);
+    free(out2);
+    free(out);
+    free(result);
+}
+
+static void test_invalid_request_exits_2_with_problem(void **state)
+{
+    (void)state;
+    write_text(path("bad.json"), "{\"graph\":{\"name\":\"m\",\"nodes\":[]}}");
+    char *argv[] = {"plan", (char *)path("bad.json"), "-o", (char *)path("out.json")};
+    assert_int_equal(run_plan(4, argv, NULL), 2);
+    assert_null(read_text(path("out.json")));
+    char *err = read_text(path("stderr"));
+    assert_non_null(strstr(err, "\"status\":422"));
+    assert_non_null(strstr(err, "/devices"));
+    free(err);
+
+    write_text(path("malformed.json"), "{\"graph\":");
+    char *malformed[] = {"plan", (char *)path("malformed.json")};
+    assert_int_equal(run_plan(2, malformed, NULL), 2);
+    err = read_text(path("stderr"));
+    assert_non_null(strstr(err, "\"status\":400"));
+    free(err);
+}
+
+static void test_infeasible_request_exits_3(void **state)
+{
+    (void)state;
+    char *small = strdup(REQ);
+    memcpy(strstr(small, "100}"), "1  }", 4);
+    write_text(path("small.json"), small);
+    free(small);
+    char *argv[] = {"plan", (char *)path("small.json"), "-o", (char *)path("out.json")};
+    assert_int_equal(run_plan(4, argv, NULL), 3);
+    assert_null(read_text(path("out.json")));
+    char *err = read_text(path("stderr"));
+    assert_non_null(strstr(err, "infeasible"));
+    free(err);
+}
+
+static void test_io_and_usage_errors_exit_1(void **state)
+{
+    (void)state;
+    char *missing[] = {"plan", (char *)path("nope.json")};
+    assert_int_equal(run_plan(2, missing, NULL), 1);
+    char *err = read_text(path("stderr"));
+    assert_non_null(strstr(err, "cannot read"));
+    free(err);
+
+    write_text(path("req.json"), REQ);
+    char *unwritable[] = {"plan", (char *)path("req.json"), "-o", (char *)path("no/dir/out.json")};
+    assert_int_equal(run_plan(4, unwritable, NULL), 1);
+    err = read_text(path("stderr"));
+    assert_non_null(strstr(err, "cannot write"));
+    free(err);
+
+    char *no_o_arg[] = {"plan", (char *)path("req.json"), "-o"};
+    assert_int_equal(run_plan(3, no_o_arg, NULL), 1);
+    char *extra[] = {"plan", (char *)path("req.json"), (char *)path("req.json")};
+    assert_int_equal(run_plan(3, extra, NULL), 1);
+    err = read_text(path("stderr"));
+    assert_non_null(strstr(err, "unexpected argument"));
+    free(err);
+    char *flag[] = {"plan", "--fast"};
+    assert_int_equal(run_plan(2, flag, NULL), 1);
+
+    char *help[] = {"plan", "--help"};
+    assert_int_equal(run_plan(2, help, NULL), 0);
+    char *out = read_text(path("stdout"));
+    assert_non_null(strstr(out, "usage: partd plan"));
+    free(out);
+}
+
+static void test_version(void **state)
+{
+    (void)state;
+    fflush(stdout);
+    int saved = dup(1);
+    int out = open(path("version"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 1);
+    close(out);
+    char *argv[] = {"version"};
+    int code = partd_cmd_version(1, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    assert_int_equal(code, 0);
+    char *text = read_text(path("version"));
+    char expect[64];
+    snprintf(expect, sizeof expect, "partd %s (", PARTD_VERSION);
+    assert_non_null(strstr(text, expect));
+    assert_non_null(strstr(text, "build "));
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_plans_a_file_into_o, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_request_exits_2_with_problem, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_infeasible_request_exits_3, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_io_and_usage_errors_exit_1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("cmd_plan", tests, NULL, NULL);
+}
