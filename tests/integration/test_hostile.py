@@ -5,7 +5,7 @@ import socket
 import threading
 import time
 
-from conftest import chain_request
+from conftest import chain_request, wait_until
 
 
 def raw(daemon, data, read=True, timeout=30):
@@ -148,14 +148,27 @@ def test_slow_header_sender_is_cut_off_while_others_are_served(make_daemon):
 
 def test_per_ip_connection_limit(make_daemon):
     d = make_daemon("--max-connections-per-ip", "4")
-    held = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(4)]
-    for s in held:
-        # An answered request proves the daemon has accepted (and counts)
-        # the connection; it stays open (keep-alive).
+
+    def open_served():
+        """A kept-alive connection whose request was answered: proof that the
+        daemon accepted (and counts) it. None when the daemon closed it, as it
+        does while connections of earlier requests are still counted."""
+        s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
         s.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
         got = b""
         while not got.endswith(b'{"status":"ok"}\n'):
-            got += s.recv(4096)
+            try:
+                chunk = s.recv(4096)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                s.close()
+                return None
+            got += chunk
+        return s
+
+    held = [wait_until("a connection within the limit to be served", open_served, timeout=10)
+            for _ in range(4)]
     try:
         extra = socket.create_connection(("127.0.0.1", d.port), timeout=10)
         extra.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
