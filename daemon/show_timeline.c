@@ -58,6 +58,13 @@ static void block_label(partd_buf *b, size_t m, double x, double y, double w, do
         draw_text(b, x + w / 2, y + h / 2 + 3, "in", "middle", num);
 }
 
+/* Block edges are rounded to the tenth of a pixel the document carries, so
+ * that a block ending when the next begins touches it and never overlaps. */
+static double pixel(double x)
+{
+    return round(x * 10) / 10;
+}
+
 typedef struct lanes {
     double top, lane_h, block_h, scale;
     int labels, tooltips;
@@ -71,12 +78,12 @@ static void stage_blocks(partd_buf *b, const show_result *r, const show_schedule
     double y = ln->top + ln->lane_h * (double)s + (ln->lane_h - ln->block_h) / 2;
     for (size_t m = 0; m < M; m++) {
         size_t i = s * M + m;
-        double fx = X0 + sch->fwd_start[i] * ln->scale;
-        double fw = (sch->fwd_end[i] - sch->fwd_start[i]) * ln->scale;
+        double fx = pixel(X0 + sch->fwd_start[i] * ln->scale);
+        double fw = pixel(X0 + sch->fwd_end[i] * ln->scale) - fx;
         block(b, "fwd", s, m, fx, y, fw, ln->block_h, sch->fwd_start[i], sch->fwd_end[i],
               ln->tooltips);
-        double bx = X0 + sch->bwd_start[i] * ln->scale;
-        double bw = (sch->bwd_end[i] - sch->bwd_start[i]) * ln->scale;
+        double bx = pixel(X0 + sch->bwd_start[i] * ln->scale);
+        double bw = pixel(X0 + sch->bwd_end[i] * ln->scale) - bx;
         block(b, "bwd", s, m, bx, y, bw, ln->block_h, sch->bwd_start[i], sch->bwd_end[i],
               ln->tooltips);
         /* Recomputation thinner than a third of a pixel would not show. */
