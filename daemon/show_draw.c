@@ -113,7 +113,7 @@ double draw_axis_x(partd_buf *b, double x0, double x1, double y, double y_top, d
                    show_axis_kind kind, const char *title)
 {
     int unit = kind == AXIS_BYTES ? show_bytes_unit(max) : 0;
-    double step = max > 0 ? axis_step(max, kind, unit, (int)fmax(2, (x1 - x0) / 70)) : 0;
+    double step = max > 0 ? axis_step(max, kind, unit, (int)fmax(2, (x1 - x0) / 50)) : 0;
     max = round_up(max, step);
     double scale = max > 0 ? (x1 - x0) / max : 0;
     if (max > 0) {
