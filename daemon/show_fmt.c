@@ -15,10 +15,12 @@ void show_fixed(char out[SHOW_NUM_CAP], double v, int decimals)
         decimals = 6;
     if (!isfinite(v))
         v = 0;
-    if (v > 1e15)
-        v = 1e15;
-    if (v < -1e15)
-        v = -1e15;
+    /* Clamped so that the scaled value fits in 64 bits. */
+    double limit = 1e18 / pow10[decimals];
+    if (v > limit)
+        v = limit;
+    if (v < -limit)
+        v = -limit;
     double scaled = round(fabs(v) * pow10[decimals]);
     uint64_t n = (uint64_t)scaled;
     uint64_t div = (uint64_t)pow10[decimals];

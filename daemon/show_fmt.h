@@ -18,7 +18,7 @@
 #define SHOW_NUM_CAP 48
 
 /* v with exactly `decimals` digits after the point (0..6), rounded half away
- * from zero; values beyond +-1e15 are clamped. */
+ * from zero; values beyond +-1e18 / 10^decimals are clamped. */
 void show_fixed(char out[SHOW_NUM_CAP], double v, int decimals);
 /* A coordinate: one decimal, trailing ".0" dropped. */
 void show_coord(char out[SHOW_NUM_CAP], double v);

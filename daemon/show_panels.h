@@ -17,7 +17,7 @@
 #include "show_result.h"
 
 /* Width given to row labels (stage number and device) left of the charts. */
-#define SHOW_LABEL_W 164.0
+#define SHOW_LABEL_W 190.0
 
 double show_panel_stages(partd_buf *b, const show_result *r, double y);
 double show_panel_timeline(partd_buf *b, const show_result *r, double y, int *rc);
@@ -25,9 +25,10 @@ double show_panel_sac(partd_buf *b, const show_result *r, double y);
 
 /* "stage" for pipelines, "partition" otherwise. */
 const char *show_part_word(const show_result *r);
-/* A row label: the stage number and device name (truncated, escaped), with
- * the full name as a tooltip when it had to be cut. */
+/* A row label: the stage number, the device name (truncated, escaped, with
+ * the full name as a tooltip when it had to be cut) and, when nodes >= 0,
+ * the number of operation nodes right-aligned before the chart. */
 void show_row_label(partd_buf *b, double y, size_t first, size_t last, const char *device,
-                    const char *cls);
+                    long nodes);
 
 #endif

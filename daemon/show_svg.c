@@ -20,11 +20,11 @@
 
 #define MAX_ROWS 128
 #define MEM_X0 (SHOW_MARGIN + SHOW_LABEL_W)
-#define MEM_X1 470.0
-#define MEM_TEXT_X 478.0
-#define TIME_X0 600.0
-#define TIME_X1 870.0
-#define NAME_CHARS 20
+#define MEM_X1 480.0
+#define MEM_TEXT_X 488.0
+#define TIME_X0 612.0
+#define TIME_X1 876.0
+#define NAME_CHARS 22
 
 const char *show_part_word(const show_result *r)
 {
@@ -32,26 +32,31 @@ const char *show_part_word(const show_result *r)
 }
 
 void show_row_label(partd_buf *b, double y, size_t first, size_t last, const char *device,
-                    const char *cls)
+                    long nodes)
 {
     char num[64];
+    size_t name_chars = nodes >= 0 ? NAME_CHARS - 6 : NAME_CHARS;
     if (first == last)
         snprintf(num, sizeof num, "%zu", first);
     else
         snprintf(num, sizeof num, "%zu-%zu", first, last);
-    draw_text(b, SHOW_MARGIN + 34, y, cls, "end", num);
-    draw_text_open(b, SHOW_MARGIN + 40, y, cls, "start");
+    draw_text(b, SHOW_MARGIN + 34, y, "small", "end", num);
+    draw_text_open(b, SHOW_MARGIN + 40, y, "small", "start");
     if (first != last) {
         partd_buf_puts(b, "(group)");
     } else {
-        show_xml(b, device, NAME_CHARS);
-        if (show_chars(device) > NAME_CHARS) {
+        show_xml(b, device, name_chars);
+        if (show_chars(device) > name_chars) {
             partd_buf_puts(b, "<title>");
             show_xml(b, device, 0);
             partd_buf_puts(b, "</title>");
         }
     }
     partd_buf_puts(b, "</text>\n");
+    if (nodes >= 0) {
+        snprintf(num, sizeof num, "%ld", nodes);
+        draw_text(b, SHOW_MARGIN + SHOW_LABEL_W - 8, y, "small cap", "end", num);
+    }
 }
 
 /* Fraction of its device a partition fills, or its bytes when the result
@@ -65,6 +70,7 @@ static double fullness(const show_result *r, const show_part *p)
 
 typedef struct row {
     size_t first, last, mem, time; /* partition range and the members drawn */
+    long nodes;                    /* operation nodes of the range; -1 unknown */
 } row;
 
 static size_t make_rows(const show_result *r, row *rows)
@@ -74,7 +80,9 @@ static size_t make_rows(const show_result *r, row *rows)
         row *w = &rows[n];
         w->first = w->mem = w->time = first;
         w->last = first + group - 1 < r->n_parts ? first + group - 1 : r->n_parts - 1;
+        w->nodes = 0;
         for (size_t i = first; i <= w->last; i++) {
+            w->nodes = w->nodes < 0 || r->parts[i].nodes < 0 ? -1 : w->nodes + r->parts[i].nodes;
             if (fullness(r, &r->parts[i]) > fullness(r, &r->parts[w->mem]))
                 w->mem = i;
             if (r->parts[i].time_ms > r->parts[w->time].time_ms)
@@ -183,6 +191,9 @@ double show_panel_stages(partd_buf *b, const show_result *r, double y)
     int label_every = rh >= 9 ? 1 : (int)ceil(9 / rh);
     stage_heading(b, r, y + 14, group);
     stage_legends(b, r, y + 48);
+    draw_text(b, SHOW_MARGIN + 34, y + 48, "small cap", "end", show_part_word(r));
+    draw_text(b, SHOW_MARGIN + 40, y + 48, "small cap", "start", "device");
+    draw_text(b, SHOW_MARGIN + SHOW_LABEL_W - 8, y + 48, "small cap", "end", "nodes");
     double top = y + 60, axis_y = top + rh * (double)n + 4;
     double mem_max, time_max;
     stage_maxima(r, &mem_max, &time_max);
@@ -194,7 +205,8 @@ double show_panel_stages(partd_buf *b, const show_result *r, double y)
         const row *w = &rows[k];
         double ry = top + rh * (double)k, by = ry + (rh - h) / 2;
         if (k % (size_t)label_every == 0)
-            show_row_label(b, by + h - 1, w->first, w->last, r->parts[w->first].device, "small");
+            show_row_label(b, by + h - 1, w->first, w->last, r->parts[w->first].device,
+                           w->nodes);
         memory_bar(b, r, &r->parts[w->mem], by, h, mem_scale);
         time_bar(b, r, &r->parts[w->time], by, h, time_scale,
                  r->n_parts > 1 && r->parts[w->time].time_ms >= r->bottleneck_ms * (1 - 1e-9));

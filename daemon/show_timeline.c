@@ -21,6 +21,8 @@
 
 #define X0 (SHOW_MARGIN + SHOW_LABEL_W)
 #define X1 (SHOW_WIDTH - 3 * SHOW_MARGIN)
+/* More stages than this would leave lanes under two pixels. */
+#define MAX_LANES 256
 /* Up to this many blocks, each carries a tooltip; labels need room too. */
 #define TOOLTIP_BLOCKS 512
 
@@ -127,8 +129,10 @@ static double too_many_blocks(partd_buf *b, const show_result *r, double y)
     snprintf(text, sizeof text, "One training step: %zu stages x %ld microbatches", r->n_parts,
              r->microbatches);
     draw_heading(b, y + 14, text);
-    snprintf(text, sizeof text, "not drawn block by block: more than %d blocks",
-             SHOW_MAX_BLOCKS);
+    snprintf(text, sizeof text,
+             "not drawn block by block: more than %d stages or %d blocks; see the table "
+             "(partd show --format text)",
+             MAX_LANES, SHOW_MAX_BLOCKS);
     draw_text(b, SHOW_MARGIN, y + 30, "cap small", "start", text);
     return y + 48;
 }
@@ -138,8 +142,8 @@ static double draw_timeline(partd_buf *b, const show_result *r, const show_sched
 {
     size_t S = sch->stages;
     lanes ln;
-    ln.lane_h = fmin(20, fmax(4, 480.0 / (double)S));
-    ln.block_h = fmax(3, ln.lane_h * 0.8);
+    ln.lane_h = fmin(20, fmax(2, 480.0 / (double)S));
+    ln.block_h = fmax(1.6, ln.lane_h * 0.8);
     ln.top = y + 60;
     ln.tooltips = S * sch->microbatches <= TOOLTIP_BLOCKS;
     ln.labels = ln.tooltips && ln.block_h >= 9;
@@ -154,7 +158,7 @@ static double draw_timeline(partd_buf *b, const show_result *r, const show_sched
     for (size_t s = 0; s < S; s++) {
         double ly = ln.top + ln.lane_h * (double)s + ln.lane_h / 2 + 3;
         if (s % (size_t)label_every == 0)
-            show_row_label(b, ly, s, s, r->parts[s].device, "small");
+            show_row_label(b, ly, s, s, r->parts[s].device, -1);
         stage_blocks(b, r, sch, &ln, s);
     }
     partd_buf_puts(b, "</g>\n");
@@ -170,7 +174,7 @@ double show_panel_timeline(partd_buf *b, const show_result *r, double y, int *rc
     if (!r->training)
         return y;
     size_t S = r->n_parts, M = (size_t)r->microbatches;
-    if (M > SHOW_MAX_BLOCKS / S)
+    if (S > MAX_LANES || M > SHOW_MAX_BLOCKS / S)
         return too_many_blocks(b, r, y);
     double *fwd = malloc(S * sizeof *fwd), *bwd = malloc(S * sizeof *bwd);
     if (!fwd || !bwd) {
