@@ -153,8 +153,9 @@ static double draw_timeline(partd_buf *b, const show_result *r, const show_sched
     double max = fmax(sch->makespan, r->step_ms);
     ln.scale = draw_axis_x(b, X0, X1, axis_y, ln.top - 2, max, AXIS_MS, "time since the step began");
     int label_every = ln.lane_h >= 9 ? 1 : (int)ceil(9 / ln.lane_h);
-    /* Blocks wide enough get a hairline between them. */
-    partd_buf_puts(b, ln.tooltips ? "<g class=\"sep\">\n" : "<g>\n");
+    /* Few blocks get a hairline between them; many are drawn edge to edge
+     * without the seams anti-aliasing would leave. */
+    partd_buf_puts(b, ln.tooltips ? "<g class=\"sep\">\n" : "<g shape-rendering=\"crispEdges\">\n");
     for (size_t s = 0; s < S; s++) {
         double ly = ln.top + ln.lane_h * (double)s + ln.lane_h / 2 + 3;
         if (s % (size_t)label_every == 0)
