@@ -43,7 +43,8 @@ void show_row_label(partd_buf *b, double y, size_t first, size_t last, const cha
     draw_text(b, SHOW_MARGIN + 34, y, "small", "end", num);
     draw_text_open(b, SHOW_MARGIN + 40, y, "small", "start");
     if (first != last) {
-        partd_buf_puts(b, "(group)");
+        snprintf(num, sizeof num, "group of %zu", last - first + 1);
+        partd_buf_puts(b, num);
     } else {
         show_xml(b, device, name_chars);
         if (show_chars(device) > name_chars) {

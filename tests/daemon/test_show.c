@@ -175,6 +175,58 @@ static void test_pipeline_svg_is_well_formed(void **state)
     free(svg);
 }
 
+/* Sums the widths of the memory segments drawn in the row at height y. */
+static double memory_width(const char *svg, const char *y)
+{
+    static const char *const cls[] = {"param", "act", "recv"};
+    double total = 0;
+    for (int k = 0; k < 3; k++) {
+        char pat[64];
+        snprintf(pat, sizeof pat, "<rect class=\"%s\" x=", cls[k]);
+        for (const char *p = strstr(svg, pat); p; p = strstr(p + 1, pat)) {
+            double x, w;
+            char ry[16];
+            if (sscanf(strchr(p, 'x'), "x=\"%lf\" y=\"%15[0-9.]\" width=\"%lf\"", &x, ry, &w) == 3 &&
+                strcmp(ry, y) == 0)
+                total += w;
+        }
+    }
+    return total;
+}
+
+static void test_memory_bars_share_one_scale(void **state)
+{
+    (void)state;
+    char *svg = svg_of(PIPELINE);
+    /* Rows of the two stages (3000 and 2000 bytes), after the legend's swatch. */
+    const char *legend = strstr(svg, "<rect class=\"param\" x=");
+    const char *row0 = strstr(legend + 1, "<rect class=\"param\" x=");
+    const char *row1 = strstr(row0 + 1, "<rect class=\"param\" x=");
+    assert_non_null(row1);
+    char y0[16], y1[16];
+    assert_int_equal(sscanf(strstr(row0, "y=\""), "y=\"%15[0-9.]", y0), 1);
+    assert_int_equal(sscanf(strstr(row1, "y=\""), "y=\"%15[0-9.]", y1), 1);
+    double w0 = memory_width(svg, y0), w1 = memory_width(svg, y1);
+    assert_true(w0 > 0 && w1 > 0);
+    assert_true(fabs(w0 / w1 - 1.5) < 0.01);
+    free(svg);
+}
+
+static void test_summary_results_without_nodes(void **state)
+{
+    (void)state;
+    json_t *doc = json_loads(PIPELINE, 0, NULL);
+    json_object_del(json_array_get(json_object_get(doc, "partitions"), 0), "nodes");
+    char *json = dump(doc);
+    char *text = text_of(json);
+    assert_non_null(strstr(text, "    0  gpu0         -    2.93 KiB"));
+    free(text);
+    char *svg = svg_of(json);
+    assert_well_formed(svg);
+    free(svg);
+    free(json);
+}
+
 static void test_names_are_escaped(void **state)
 {
     (void)state;
@@ -349,6 +401,7 @@ static void test_many_partitions_are_grouped(void **state)
     assert_well_formed(svg);
     assert_true(strlen(svg) < 200 * 1000);
     assert_non_null(strstr(svg, ">0-7<"));
+    assert_non_null(strstr(svg, ">group of 8<"));
     assert_non_null(strstr(svg, "rows of 8 stages"));
     char *text = text_of(json);
     assert_int_equal(count(text, "\n"), 3 + 1000 + 1);
@@ -462,6 +515,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_svg_is_well_formed),
+        cmocka_unit_test(test_memory_bars_share_one_scale),
+        cmocka_unit_test(test_summary_results_without_nodes),
         cmocka_unit_test(test_names_are_escaped),
         cmocka_unit_test(test_same_result_same_bytes),
         cmocka_unit_test(test_training_timeline_gpipe),
