@@ -55,7 +55,7 @@ DEB_PACKAGES := build-essential pkg-config git ca-certificates \
 	libjansson-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev \
 	libsystemd-dev coinor-libcbc-dev zlib1g-dev libzstd-dev libcmocka-dev libcurl4-openssl-dev \
 	python3 python3-pytest python3-jsonschema python3-yaml python3-torch python3-torchvision \
-	clang libclang-rt-14-dev wrk systemd zstd
+	clang libclang-rt-14-dev wrk systemd zstd librsvg2-bin
 
 # Keep objects of test and bench programs between runs.
 .SECONDARY:
