@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "output.h"
 #include "partd.h"
 #include "show.h"
 #include "util.h"
@@ -25,34 +26,6 @@ static int usage(FILE *to)
                 "  Reads stdin when no file (or -) is given; writes stdout or -o FILE.\n"
                 "  Exit: 0 drawn, 1 cannot read or write a file, 2 not a result document.\n");
     return to == stdout ? EXIT_DRAWN : EXIT_IO;
-}
-
-/* Writes beside the target and renames, so a reader never sees half a picture. */
-static int write_out(const char *path, const char *data, size_t len)
-{
-    if (!path)
-        return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -1;
-    size_t tl = strlen(path) + 8;
-    char *tmp = malloc(tl);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, tl, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(data, 1, len, f) == len;
-    int saved = errno;
-    if (f && fclose(f) != 0) {
-        ok = 0;
-        saved = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        saved = errno;
-    }
-    if (!ok)
-        remove(tmp);
-    free(tmp);
-    errno = saved;
-    return ok ? 0 : -1;
 }
 
 typedef struct show_args {
@@ -105,7 +78,7 @@ static int render(const show_args *a, const char *body, size_t len)
     } else if (rc != PARTD_OK) {
         fprintf(stderr, "partd show: %s\n", err);
         code = EXIT_IO;
-    } else if (write_out(a->out, out.data, out.len) != 0) {
+    } else if (partd_write_output(a->out, out.data, out.len) != PARTD_OK) {
         fprintf(stderr, "partd show: cannot write %s: %s\n", a->out ? a->out : "standard output",
                 strerror(errno));
         code = EXIT_IO;

@@ -1,0 +1,181 @@
+/* test_cmd_show.c - daemon/cmd_show.c: `partd show` reads a result from a
+ * file or stdin and writes its SVG or text table to stdout or -o FILE;
+ * exit 0 drawn, 1 I/O or usage, 2 not a result document (one line naming
+ * the member). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "cmd_show.h"
+#include "partd.h"
+#include "util.h"
+
+static const char *const REQ =
+    "{\"graph\":{\"name\":\"m\",\"nodes\":["
+    "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":8},"
+    "{\"name\":\"a\",\"op\":\"call_module\",\"inputs\":[\"x\"],\"output_bytes\":4,"
+    "\"param_bytes\":16,\"latency_ms\":0.25},"
+    "{\"name\":\"b\",\"op\":\"call_module\",\"inputs\":[\"a\"],\"output_bytes\":4,"
+    "\"param_bytes\":16,\"latency_ms\":0.5}]},"
+    "\"devices\":[{\"name\":\"g<0>\",\"memory_bytes\":100},{\"name\":\"g1\",\"memory_bytes\":100}]}";
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/partd-show-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *path(const char *name)
+{
+    static char buf[8][128];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
+    return p;
+}
+
+static void write_text(const char *file, const char *text)
+{
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_text(const char *file)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    return partd_read_file(file, 1 << 24, &buf, &len) == PARTD_OK ? buf : NULL;
+}
+
+/* `partd show argv...` with stdin from stdin_file (NULL: unchanged) and
+ * stdout/stderr into files of the temporary directory. */
+static int run_show(int argc, char **argv, const char *stdin_file)
+{
+    fflush(stdout);
+    fflush(stderr);
+    int saved[3] = {dup(0), dup(1), dup(2)};
+    int in = stdin_file ? open(stdin_file, O_RDONLY) : -1;
+    int out = open(path("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = open(path("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(out >= 0 && err >= 0 && (!stdin_file || in >= 0));
+    if (in >= 0) {
+        dup2(in, 0);
+        close(in);
+        clearerr(stdin);
+    }
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    close(err);
+    int code = partd_cmd_show(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    for (int fd = 0; fd < 3; fd++) {
+        dup2(saved[fd], fd);
+        close(saved[fd]);
+    }
+    clearerr(stdin);
+    return code;
+}
+
+static void write_result(const char *file)
+{
+    int rc;
+    partd_problem pb;
+    partd_problem_init(&pb);
+    char *result = tu_plan_json(REQ, &rc, &pb);
+    assert_non_null(result);
+    write_text(file, result);
+    free(result);
+    partd_problem_free(&pb);
+}
+
+static void test_svg_to_stdout_and_to_a_file_are_the_same(void **state)
+{
+    (void)state;
+    write_result(path("result.json"));
+    char *argv1[] = {"show", (char *)path("result.json"), NULL};
+    assert_int_equal(run_show(2, argv1, NULL), 0);
+    char *svg = read_text(path("stdout"));
+    assert_non_null(strstr(svg, "<svg"));
+    assert_non_null(strstr(svg, "g&lt;0&gt;")); /* the device name, escaped */
+    char *argv2[] = {"show", "-", "-o", (char *)path("plan.svg"), NULL};
+    assert_int_equal(run_show(4, argv2, path("result.json")), 0);
+    char *again = read_text(path("plan.svg"));
+    assert_string_equal(svg, again);
+    free(svg);
+    free(again);
+}
+
+static void test_text_table(void **state)
+{
+    (void)state;
+    write_result(path("result.json"));
+    char *argv[] = {"show", (char *)path("result.json"), "--format", "text", NULL};
+    assert_int_equal(run_show(4, argv, NULL), 0);
+    char *text = read_text(path("stdout"));
+    assert_non_null(strstr(text, "stage"));
+    assert_non_null(strstr(text, "g1"));
+    assert_null(strstr(text, "<svg"));
+    free(text);
+}
+
+static void test_not_a_result_exits_2_with_one_line(void **state)
+{
+    (void)state;
+    write_text(path("request.json"), REQ);
+    char *argv[] = {"show", (char *)path("request.json"), NULL};
+    assert_int_equal(run_show(2, argv, NULL), 2);
+    char *err = read_text(path("stderr"));
+    assert_non_null(strstr(err, "not a result document"));
+    size_t lines = 0;
+    for (const char *c = err; *c; c++)
+        lines += *c == '\n';
+    assert_int_equal(lines, 1);
+    char *out = read_text(path("stdout"));
+    assert_string_equal(out, "");
+    free(err);
+    free(out);
+}
+
+static void test_io_and_usage_errors_exit_1(void **state)
+{
+    (void)state;
+    char *missing[] = {"show", (char *)path("missing.json"), NULL};
+    assert_int_equal(run_show(2, missing, NULL), 1);
+    write_result(path("result.json"));
+    char *unwritable[] = {"show", (char *)path("result.json"), "-o",
+                          (char *)path("no-dir/plan.svg"), NULL};
+    assert_int_equal(run_show(4, unwritable, NULL), 1);
+    char *bad_format[] = {"show", (char *)path("result.json"), "--format", "png", NULL};
+    assert_int_equal(run_show(4, bad_format, NULL), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_svg_to_stdout_and_to_a_file_are_the_same, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_text_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_a_result_exits_2_with_one_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_io_and_usage_errors_exit_1, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

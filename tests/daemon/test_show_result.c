@@ -1,0 +1,96 @@
+/* test_show_result.c - show_result.c: a result document read for drawing:
+ * the figures of each partition with memory split into parameters, received
+ * tensors and the rest (adding up to memory_bytes), results without device
+ * memory, training and SAC parts, and every refusal naming its member. */
+#include <string.h>
+
+#include "testutil.h"
+
+#include "partd.h"
+#include "show_result.h"
+
+static const char *PIPELINE =
+    "{\"mode\":\"pipeline\",\"partitions\":["
+    "{\"id\":0,\"device\":\"gpu<0>\",\"logical_ids\":[0],\"nodes\":[\"a\",\"b\"],"
+    "\"memory_bytes\":1000,\"param_bytes\":300,\"compute_ms\":2.0,\"transfer_in_bytes\":100,"
+    "\"time_ms\":2.5,\"device_memory_bytes\":4000,\"inputs\":[],\"outputs\":[],\"parents\":[],"
+    "\"children\":[1]},"
+    "{\"id\":1,\"device\":\"gpu1\",\"logical_ids\":[1],\"nodes\":[\"c\"],"
+    "\"memory_bytes\":500,\"param_bytes\":0,\"compute_ms\":1.0,\"transfer_in_bytes\":200,"
+    "\"time_ms\":1.5,\"device_memory_bytes\":4000,\"inputs\":[],\"outputs\":[],\"parents\":[0],"
+    "\"children\":[]}],"
+    "\"balance\":[2,1],\"boundaries\":[],\"tied_params\":[],"
+    "\"summary\":{\"partitions\":2,\"bottleneck_ms\":2.5,\"total_ms\":4.0,"
+    "\"transfer_bytes\":300,\"peak_memory_bytes\":1000,\"optimal\":true}}";
+
+static void test_partitions_and_memory_split(void **state)
+{
+    (void)state;
+    show_result r;
+    char err[256] = "";
+    assert_int_equal(show_result_parse(PIPELINE, strlen(PIPELINE), &r, err, sizeof err), PARTD_OK);
+    assert_string_equal(r.mode, "pipeline");
+    assert_false(r.training);
+    assert_int_equal(r.n_parts, 2);
+    assert_true(r.has_device_memory);
+    assert_string_equal(r.parts[0].device, "gpu<0>");
+    assert_int_equal(r.parts[0].nodes, 2);
+    for (size_t i = 0; i < r.n_parts; i++) {
+        const show_part *p = &r.parts[i];
+        assert_true(p->params >= 0 && p->received >= 0 && p->rest >= 0);
+        assert_true(p->params + p->received + p->rest == p->memory_bytes);
+    }
+    assert_true(r.parts[0].params == 300 && r.parts[0].received == 100);
+    assert_true(r.bottleneck_ms == 2.5 && r.peak_bytes == 1000);
+    assert_false(r.sac.present);
+    show_result_free(&r);
+}
+
+static void test_results_without_device_memory_are_read(void **state)
+{
+    (void)state;
+    char doc[4096];
+    snprintf(doc, sizeof doc, "%s", PIPELINE);
+    char *p;
+    while ((p = strstr(doc, ",\"device_memory_bytes\":4000")))
+        memmove(p, p + strlen(",\"device_memory_bytes\":4000"),
+                strlen(p + strlen(",\"device_memory_bytes\":4000")) + 1);
+    show_result r;
+    char err[256];
+    assert_int_equal(show_result_parse(doc, strlen(doc), &r, err, sizeof err), PARTD_OK);
+    assert_false(r.has_device_memory);
+    assert_true(r.parts[0].device_memory_bytes < 0);
+    show_result_free(&r);
+}
+
+static void expect_refusal(const char *doc, int rc, const char *needle)
+{
+    show_result r;
+    char err[256] = "";
+    assert_int_equal(show_result_parse(doc, strlen(doc), &r, err, sizeof err), rc);
+    if (!strstr(err, needle))
+        fail_msg("error \"%s\" does not name \"%s\"", err, needle);
+}
+
+static void test_refusals_name_the_member(void **state)
+{
+    (void)state;
+    expect_refusal("{not json", PARTD_EMALFORMED, "");
+    expect_refusal("[1,2]", PARTD_EINVALID, "");
+    expect_refusal("{\"mode\":\"pipeline\"}", PARTD_EINVALID, "/partitions");
+    char doc[4096];
+    snprintf(doc, sizeof doc, "%s", PIPELINE);
+    char *p = strstr(doc, "\"memory_bytes\":500");
+    memcpy(p, "\"memory_bytes\":\"5\"", strlen("\"memory_bytes\":500"));
+    expect_refusal(doc, PARTD_EINVALID, "/partitions/1/memory_bytes");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_partitions_and_memory_split),
+        cmocka_unit_test(test_results_without_device_memory_are_read),
+        cmocka_unit_test(test_refusals_name_the_member),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
