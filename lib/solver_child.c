@@ -1,0 +1,306 @@
+/*
+ * solver_child.c - work in a child process under limits; see solver_child.h.
+ *
+ * fork() without exec: the child runs code of this process. After a fork in
+ * a threaded process only async-signal-safe calls are guaranteed to work in
+ * the child; glibc also makes malloc safe there (its fork resets the
+ * allocator's locks), which is what the solver needs. Any other lock another
+ * thread held at the fork (stdio, say) could hang the child: the parent's
+ * wall-clock kill bounds that, so a hang costs the solve, never the process.
+ */
+#define _GNU_SOURCE
+#include "solver_child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "partd.h"
+
+/* How often the parent looks at the cancel flag and the clock while the
+ * child runs: a cancelled solve stops within about this. */
+#define POLL_MS 5
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+int partd_child_can_limit_memory(void)
+{
+    return !UNDER_ASAN;
+}
+
+/* ---- the child ----------------------------------------------------------- */
+
+int partd_child_write(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* The parent's handlers (libuv's, the daemon's) and its blocked signals
+ * mean nothing here: a crash must end the child the default way. */
+static void reset_signals(void)
+{
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            signal(s, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* stdin/stdout on /dev/null (`partd plan` writes its result to stdout),
+ * stderr kept for the solver's last words; every other descriptor closed
+ * (the daemon's sockets, other jobs' answer pipes). */
+static void isolate_descriptors(int keep)
+{
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        if (null > 2 && null != keep)
+            close(null);
+    }
+    if (keep > 3)
+        close_range(3, (unsigned)keep - 1, 0);
+    close_range((unsigned)keep + 1, ~0u, 0);
+}
+
+static void set_limit(int resource, rlim_t value)
+{
+    struct rlimit now;
+    if (getrlimit(resource, &now) == 0 && now.rlim_max != RLIM_INFINITY &&
+        now.rlim_max < value)
+        value = now.rlim_max;
+    struct rlimit r = { value, value };
+    setrlimit(resource, &r);
+}
+
+static void apply_limits(const partd_child_limits *lim, uint64_t base_as)
+{
+    set_limit(RLIMIT_CORE, 0); /* an abort must not fill the disk */
+    if (lim->cpu_s > 0) {
+        rlim_t cpu = (rlim_t)ceil(lim->cpu_s);
+        struct rlimit r = { cpu, cpu + 1 }; /* SIGXCPU, then SIGKILL */
+        setrlimit(RLIMIT_CPU, &r);
+    }
+    if (lim->memory_bytes > 0 && base_as > 0)
+        set_limit(RLIMIT_AS, (rlim_t)(base_as + lim->memory_bytes));
+}
+
+static void child_main(partd_child_fn fn, void *arg, int fd,
+                       const partd_child_limits *lim, uint64_t base_as, pid_t parent)
+{
+    reset_signals();
+    /* Dies with the forking thread, so a killed daemon leaves no solver. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(126);
+    isolate_descriptors(fd);
+    apply_limits(lim, base_as);
+    int code = fn(arg, fd);
+    _exit(code & 0xff);
+}
+
+/* ---- the parent ---------------------------------------------------------- */
+
+/* This process's address space in bytes (what RLIMIT_AS counts); 0 when
+ * unknown, and then no memory limit is set. */
+static uint64_t address_space_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "re");
+    if (!f)
+        return 0;
+    unsigned long long pages = 0;
+    if (fscanf(f, "%llu", &pages) != 1)
+        pages = 0;
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return (uint64_t)pages * (uint64_t)(page > 0 ? page : 4096);
+}
+
+typedef struct watch {
+    pid_t pid;
+    int fd;                /* read end, -1 once at end of file */
+    int pidfd;             /* readable when the child exits; -1: unsupported */
+    int64_t kill_at;       /* CLOCK_MONOTONIC ns */
+    partd_child_answer *ans;
+} watch;
+
+static int reap(pid_t pid, int *status)
+{
+    for (;;) {
+        pid_t w = waitpid(pid, status, 0);
+        if (w == pid)
+            return 0;
+        if (w < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+static int kill_and_reap(watch *w, int rc, const char *why)
+{
+    int status;
+    kill(w->pid, SIGKILL);
+    reap(w->pid, &status);
+    snprintf(w->ans->why, sizeof w->ans->why, "%s", why);
+    return rc;
+}
+
+/* Reads what the pipe holds: 1 more may come, 0 end of file, -1 the answer
+ * is longer than the buffer. */
+static int read_available(watch *w)
+{
+    partd_child_answer *a = w->ans;
+    for (;;) {
+        char spill;
+        char *to = a->len < a->cap ? (char *)a->data + a->len : &spill;
+        size_t room = a->len < a->cap ? a->cap - a->len : 1;
+        ssize_t n = read(w->fd, to, room);
+        if (n > 0 && to == &spill)
+            return -1;
+        if (n > 0) {
+            a->len += (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        return 1; /* EAGAIN: nothing more now */
+    }
+}
+
+static int judge_exit(watch *w, int status)
+{
+    partd_child_answer *a = w->ans;
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char *abbrev = sigabbrev_np(sig);
+        snprintf(a->why, sizeof a->why, "signal %d (SIG%s)%s", sig,
+                 abbrev ? abbrev : "?",
+                 sig == SIGXCPU ? ", over its CPU time limit" : "");
+        return PARTD_EINTERNAL;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        snprintf(a->why, sizeof a->why, "exit status %d",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return PARTD_EINTERNAL;
+    }
+    return PARTD_OK;
+}
+
+/* One step: waits up to POLL_MS for the answer or the child's end. */
+static void wait_a_little(watch *w, int64_t now)
+{
+    struct pollfd p[2];
+    nfds_t n = 0;
+    if (w->fd >= 0)
+        p[n++] = (struct pollfd){ w->fd, POLLIN, 0 };
+    if (w->pidfd >= 0)
+        p[n++] = (struct pollfd){ w->pidfd, POLLIN, 0 };
+    int64_t left_ms = (w->kill_at - now) / 1000000 + 1;
+    poll(p, n, left_ms < POLL_MS ? (int)left_ms : POLL_MS);
+}
+
+static int supervise(watch *w, const partd_child_limits *lim)
+{
+    for (;;) {
+        int rc = partd_cancel_check(lim->cancel);
+        if (rc != PARTD_OK)
+            return kill_and_reap(w, rc, rc == PARTD_ECANCELLED
+                                            ? "cancelled"
+                                            : "the job's deadline passed");
+        int64_t now = partd_monotonic_ns();
+        if (now >= w->kill_at)
+            return kill_and_reap(w, PARTD_ETIMEOUT, "still running at its time limit");
+        wait_a_little(w, now);
+        if (w->fd >= 0) {
+            int more = read_available(w);
+            if (more < 0)
+                return kill_and_reap(w, PARTD_EINTERNAL, "an answer longer than expected");
+            if (more == 0)
+                w->fd = -1; /* closed by the caller */
+        }
+        int status;
+        pid_t done = waitpid(w->pid, &status, WNOHANG);
+        if (done == w->pid) {
+            /* Another child forked meanwhile may hold our pipe's write end:
+             * what the child wrote is in the pipe, end of file or not. */
+            if (w->fd >= 0 && read_available(w) < 0) {
+                snprintf(w->ans->why, sizeof w->ans->why, "an answer longer than expected");
+                return PARTD_EINTERNAL;
+            }
+            return judge_exit(w, status);
+        }
+        if (done < 0 && errno != EINTR) {
+            snprintf(w->ans->why, sizeof w->ans->why, "the child vanished (%s)",
+                     strerror(errno));
+            return PARTD_EINTERNAL;
+        }
+    }
+}
+
+int partd_child_run(partd_child_fn fn, void *arg, const partd_child_limits *lim,
+                    partd_child_answer *answer)
+{
+    answer->len = 0;
+    answer->why[0] = '\0';
+    int rc = partd_cancel_check(lim->cancel);
+    if (rc != PARTD_OK) {
+        snprintf(answer->why, sizeof answer->why, "%s", partd_strerror(rc));
+        return rc;
+    }
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return PARTD_ENOMEM;
+    uint64_t base_as = lim->memory_bytes && !UNDER_ASAN ? address_space_bytes() : 0;
+    int64_t start = partd_monotonic_ns();
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return PARTD_ENOMEM;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child_main(fn, arg, fds[1], lim, base_as, parent);
+    }
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    watch w = { pid, fds[0], pidfd_open(pid, 0), start + (int64_t)(lim->wall_s * 1e9),
+                answer };
+    int pipe_fd = fds[0], pidfd = w.pidfd;
+    rc = supervise(&w, lim);
+    close(pipe_fd);
+    if (pidfd >= 0)
+        close(pidfd);
+    return rc;
+}
