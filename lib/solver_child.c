@@ -7,6 +7,9 @@
  * allocator's locks), which is what the solver needs. Any other lock another
  * thread held at the fork (stdio, say) could hang the child: the parent's
  * wall-clock kill bounds that, so a hang costs the solve, never the process.
+ * (Under GCC 12's AddressSanitizer, which does not intercept fork(), ASan's
+ * own allocator locks are among them: there a child forked while another
+ * thread allocates can hang, rarely, until that kill.)
  */
 #define _GNU_SOURCE
 #include "solver_child.h"

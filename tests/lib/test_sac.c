@@ -1239,6 +1239,13 @@ static void *plan_thread(void *arg)
 static void test_concurrent_plans(void **state)
 {
     (void)state;
+    /* GCC 12's ASan does not intercept fork(): a child forked while another
+     * thread holds one of ASan's allocator locks inherits it held and hangs
+     * until the parent kills it at its time limit (seen once in 13 runs),
+     * which changes the plan. glibc's malloc, which non-ASan builds use,
+     * resets its locks in fork(). */
+    if (!partd_child_can_limit_memory())
+        skip();
     rng_state = 99;
     ttree t;
     random_tree(&t, MAXM);
