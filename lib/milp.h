@@ -35,7 +35,7 @@
 /* CBC's infinity: a bound at or beyond it is no bound. */
 #define PARTD_MILP_INF 1e30
 /* The largest coefficient or finite bound the pre-check lets through. */
-#define PARTD_MILP_MAX_ABS 1e15
+#define PARTD_MILP_MAX_ABS 1e20
 /* Address space a solve may add to the process's when no limit is given. */
 #define PARTD_SOLVER_MEMORY_DEFAULT (4ull << 30)
 

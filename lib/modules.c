@@ -10,7 +10,6 @@
  */
 #include "modules.h"
 
-#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,10 +52,15 @@ static int get_bytes(decoder *d, json_t *obj, const char *base, const char *key,
 }
 
 /* A finite number; `nonneg` also requires >= 0 (times). */
+/* Times (ms) and the recompute curve's numbers: within +-MAX_NUMBER, as the
+ * request schema says, so that the SAC models stay within the solver's range
+ * (CBC asserts on larger coefficients). */
+#define MAX_NUMBER 1e12
+
 static int number_value(decoder *d, json_t *v, const char *ptr, int nonneg,
                         double *out)
 {
-    return partd_read_number(d, v, ptr, nonneg ? 0 : -DBL_MAX, 0, DBL_MAX, out);
+    return partd_read_number(d, v, ptr, nonneg ? 0 : -MAX_NUMBER, 0, MAX_NUMBER, out);
 }
 
 static int get_number(decoder *d, json_t *obj, const char *base, const char *key,

@@ -34,6 +34,7 @@
 #include "partd.h"
 #include "sac.h"
 #include "sac_milp.h"
+#include "milp.h"
 #include "sac_oplevel.h"
 #include "solver_child.h"
 #include "testutil.h"
@@ -1442,6 +1443,74 @@ static void test_infeasible_end_to_end(void **state)
     free(text);
 }
 
+/* Numbers CBC cannot take (a recompute time of 1e300 ms made ClpSimplex
+ * assert and abort the process) are a 422 naming the member, before any
+ * solve; the request schema's bound (10^12 ms). */
+static void test_numbers_out_of_the_solvers_range(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    topts o = { 0 };
+    o.world_size = 1;
+    int64_t budget = baseline_of(&t, &o) - 1000;
+    t.m[1].sac_runtime = 1e300;
+    char opts[96];
+    snprintf(opts, sizeof opts, "{\"memory_budget_bytes\":%lld}", (long long)budget);
+    char *text = request_text(&t, opts, 1);
+    int rc = 0;
+    partd_problem pb;
+    char *out = tu_plan_json(text, &rc, &pb);
+    assert_null(out);
+    assert_int_equal(rc, PARTD_EINVALID);
+    assert_int_equal(pb.status, 422);
+    assert_int_equal(pb.n_errors, 1);
+    const char *ptr = pb.errors[0].pointer;
+    assert_int_equal(strncmp(ptr, "/graph/modules/mod_stats/", 25), 0);
+    assert_string_equal(ptr + strlen(ptr) - 12, "/sac_runtime");
+    assert_non_null(strstr(pb.errors[0].message, "at most 1e+12"));
+    partd_problem_free(&pb);
+    free(text);
+}
+
+/* The MILP layer's own guard: a model with a number the solver cannot take
+ * never reaches it (CBC asserts on an objective coefficient of 1e25 or more);
+ * a sound one is solved in a child and comes back exactly. */
+static void test_milp_precheck_and_solve(void **state)
+{
+    (void)state;
+    double bad[3] = { NAN, INFINITY, 1e300 };
+    for (int k = 0; k < 3; k++) {
+        partd_milp b = { 0 };
+        int c = partd_milp_add_col(&b, 0, 1, bad[k], 1);
+        double one = 1;
+        partd_milp_add_row(&b, -PARTD_MILP_INF, 1, 1, &c, &one);
+        double x[1];
+        partd_problem pb;
+        partd_problem_init(&pb);
+        partd_solver_env env = { NULL, &pb, 0 };
+        partd_milp_params p = { 10, 0, 0, &env };
+        partd_milp_result r = { PARTD_MILP_NONE, 0, 0, x };
+        assert_int_equal(partd_milp_solve(&b, &p, &r), PARTD_EINVALID);
+        assert_int_equal(pb.status, 422);
+        partd_problem_free(&pb);
+        partd_milp_free(&b);
+    }
+    /* max 3a + 2b subject to a + b <= 1.5, a, b binary: a = 1, b = 0 */
+    partd_milp b = { 0 };
+    int cols[2] = { partd_milp_add_col(&b, 0, 1, -3, 1), partd_milp_add_col(&b, 0, 1, -2, 1) };
+    double vals[2] = { 1, 1 };
+    partd_milp_add_row(&b, -PARTD_MILP_INF, 1.5, 2, cols, vals);
+    double x[2] = { -1, -1 };
+    partd_milp_params p = { 10, 0, 0, NULL };
+    partd_milp_result r = { PARTD_MILP_NONE, 0, 0, x };
+    assert_int_equal(partd_milp_solve(&b, &p, &r), PARTD_OK);
+    assert_int_equal(r.status, PARTD_MILP_OPTIMAL);
+    assert_true(r.objective == -3 && r.gap == 0);
+    assert_true(x[0] > 0.5 && x[1] < 0.5);
+    partd_milp_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1459,6 +1528,8 @@ int main(void)
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_solver_crash_fails_only_the_plan),
         cmocka_unit_test(test_infeasible_end_to_end),
+        cmocka_unit_test(test_numbers_out_of_the_solvers_range),
+        cmocka_unit_test(test_milp_precheck_and_solve),
         cmocka_unit_test(test_concurrent_plans),
         cmocka_unit_test(test_end_to_end),
         cmocka_unit_test(test_end_to_end_errors),
