@@ -219,6 +219,25 @@ static int judge_exit(watch *w, int status)
     return PARTD_OK;
 }
 
+/* The process ignores SIGCHLD (a disposition inherited across exec from
+ * whoever started it), so the kernel reaped the child and its exit status
+ * is lost: what it wrote is all there is. An answer is passed on for the
+ * caller to validate (milp.c checks its exact length and a magic number);
+ * none at all is a crash. */
+static int reaped_elsewhere(watch *w)
+{
+    if (w->fd >= 0 && read_available(w) < 0) {
+        snprintf(w->ans->why, sizeof w->ans->why, "an answer longer than expected");
+        return PARTD_EINTERNAL;
+    }
+    if (w->ans->len == 0) {
+        snprintf(w->ans->why, sizeof w->ans->why,
+                 "ended without an answer (exit status unknown: SIGCHLD is ignored)");
+        return PARTD_EINTERNAL;
+    }
+    return PARTD_OK;
+}
+
 /* One step: waits up to POLL_MS for the answer or the child's end. */
 static void wait_a_little(watch *w, int64_t now)
 {
@@ -262,10 +281,12 @@ static int supervise(watch *w, const partd_child_limits *lim)
             }
             return judge_exit(w, status);
         }
+        if (done < 0 && errno == ECHILD)
+            return reaped_elsewhere(w);
         if (done < 0 && errno != EINTR) {
-            snprintf(w->ans->why, sizeof w->ans->why, "the child vanished (%s)",
-                     strerror(errno));
-            return PARTD_EINTERNAL;
+            char why[96];
+            snprintf(why, sizeof why, "waitpid: %s", strerror(errno));
+            return kill_and_reap(w, PARTD_EINTERNAL, why);
         }
     }
 }

@@ -19,6 +19,10 @@
  *
  * Uses no globals; any number of threads may run children at once.
  *
+ * When the process ignores SIGCHLD the kernel reaps the child and its exit
+ * status is lost: then any answer counts as PARTD_OK and the caller must
+ * validate it (a crash mid-answer leaves it short).
+ *
  * Errors: PARTD_OK (the child exited 0 and its answer is in `answer`),
  * PARTD_ECANCELLED (the cancel flag), PARTD_ETIMEOUT (the cancel's deadline,
  * or the child still running after wall_s), PARTD_ENOMEM (no pipe or no

@@ -186,6 +186,28 @@ static void test_memory_limit(void **state)
     assert_memory_equal(buf, "granted", 7);
 }
 
+/* A process that ignores SIGCHLD (inherited from whoever started it) gets
+ * no exit status: the answer stands on its own, and no answer is a crash. */
+static void test_sigchld_ignored(void **state)
+{
+    (void)state;
+    struct sigaction ign, old;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    assert_int_equal(sigaction(SIGCHLD, &ign, &old), 0);
+    char buf[16];
+    partd_child_answer a;
+    int ok = run(answer_words, "seven", 3600, 0, NULL, buf, sizeof buf, &a);
+    int ok_len = (int)a.len;
+    int crash = run(die_by_signal, NULL, 3600, 0, NULL, buf, sizeof buf, &a);
+    sigaction(SIGCHLD, &old, NULL);
+    assert_int_equal(ok, PARTD_OK);
+    assert_int_equal(ok_len, 5);
+    assert_int_equal(crash, PARTD_EINTERNAL);
+    assert_non_null(strstr(a.why, "without an answer"));
+}
+
 typedef struct runner {
     char text[32];
     int rc, same;
@@ -232,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_cancel_before_the_start),
         cmocka_unit_test(test_wall_limit_kills_a_hung_child),
         cmocka_unit_test(test_memory_limit),
+        cmocka_unit_test(test_sigchld_ignored),
         cmocka_unit_test(test_concurrent_children),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
