@@ -80,41 +80,54 @@ static void reset_signals(void)
 
 /* stdin/stdout on /dev/null (`partd plan` writes its result to stdout),
  * stderr kept for the solver's last words; every other descriptor closed
- * (the daemon's sockets, other jobs' answer pipes). */
-static void isolate_descriptors(int keep)
+ * (the daemon's sockets, other jobs' answer pipes). The answer pipe is moved
+ * above 2 first (a process started with those closed gets them from pipe2);
+ * returns where it is now, or -1. */
+static int isolate_descriptors(int fd)
 {
+    int was = fd;
+    if (fd <= 2 && (fd = fcntl(fd, F_DUPFD, 3)) < 0)
+        return -1;
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
         dup2(null, 0);
         dup2(null, 1);
-        if (null > 2 && null != keep)
-            close(null);
+        if (was == 2)
+            dup2(null, 2);
     }
-    if (keep > 3)
-        close_range(3, (unsigned)keep - 1, 0);
-    close_range((unsigned)keep + 1, ~0u, 0);
+    if (fd > 3)
+        close_range(3, (unsigned)fd - 1, 0);
+    close_range((unsigned)fd + 1, ~0u, 0);
+    return fd;
 }
 
-static void set_limit(int resource, rlim_t value)
+/* Lowers a limit to `soft`/`hard`; a lower limit already set stays. */
+static void lower_limit(int resource, rlim_t soft, rlim_t hard)
 {
     struct rlimit now;
-    if (getrlimit(resource, &now) == 0 && now.rlim_max != RLIM_INFINITY &&
-        now.rlim_max < value)
-        value = now.rlim_max;
-    struct rlimit r = { value, value };
+    if (getrlimit(resource, &now) != 0)
+        return;
+    struct rlimit r = { soft, hard };
+    if (now.rlim_max != RLIM_INFINITY && now.rlim_max < r.rlim_max)
+        r.rlim_max = now.rlim_max;
+    if (now.rlim_cur != RLIM_INFINITY && now.rlim_cur < r.rlim_cur)
+        r.rlim_cur = now.rlim_cur;
+    if (r.rlim_cur > r.rlim_max)
+        r.rlim_cur = r.rlim_max;
     setrlimit(resource, &r);
 }
 
 static void apply_limits(const partd_child_limits *lim, uint64_t base_as)
 {
-    set_limit(RLIMIT_CORE, 0); /* an abort must not fill the disk */
+    lower_limit(RLIMIT_CORE, 0, 0); /* an abort must not fill the disk */
     if (lim->cpu_s > 0) {
         rlim_t cpu = (rlim_t)ceil(lim->cpu_s);
-        struct rlimit r = { cpu, cpu + 1 }; /* SIGXCPU, then SIGKILL */
-        setrlimit(RLIMIT_CPU, &r);
+        lower_limit(RLIMIT_CPU, cpu, cpu + 1); /* SIGXCPU, then SIGKILL */
     }
-    if (lim->memory_bytes > 0 && base_as > 0)
-        set_limit(RLIMIT_AS, (rlim_t)(base_as + lim->memory_bytes));
+    if (lim->memory_bytes > 0 && base_as > 0) {
+        rlim_t as = (rlim_t)(base_as + lim->memory_bytes);
+        lower_limit(RLIMIT_AS, as, as);
+    }
 }
 
 static void child_main(partd_child_fn fn, void *arg, int fd,
@@ -125,7 +138,9 @@ static void child_main(partd_child_fn fn, void *arg, int fd,
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(126);
-    isolate_descriptors(fd);
+    fd = isolate_descriptors(fd);
+    if (fd < 0)
+        _exit(125);
     apply_limits(lim, base_as);
     int code = fn(arg, fd);
     _exit(code & 0xff);

@@ -208,6 +208,27 @@ static void test_sigchld_ignored(void **state)
     assert_non_null(strstr(a.why, "without an answer"));
 }
 
+/* A process started with stdin and stdout closed gets its answer pipe as
+ * descriptors 0 and 1; the child moves it before putting /dev/null there. */
+static void test_standard_descriptors_closed(void **state)
+{
+    (void)state;
+    int in = dup(0), out = dup(1);
+    assert_true(in > 2 && out > 2);
+    close(0);
+    close(1);
+    char buf[16];
+    partd_child_answer a;
+    int rc = run(answer_words, "moved", 3600, 0, NULL, buf, sizeof buf, &a);
+    dup2(in, 0);
+    dup2(out, 1);
+    close(in);
+    close(out);
+    assert_int_equal(rc, PARTD_OK);
+    assert_int_equal(a.len, 5);
+    assert_memory_equal(buf, "moved", 5);
+}
+
 typedef struct runner {
     char text[32];
     int rc, same;
@@ -255,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_wall_limit_kills_a_hung_child),
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_sigchld_ignored),
+        cmocka_unit_test(test_standard_descriptors_closed),
         cmocka_unit_test(test_concurrent_children),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
