@@ -341,6 +341,11 @@ static int read_answer(const partd_milp *b, const partd_milp_params *p,
     return PARTD_OK;
 }
 
+/* A CBC child asleep without using CPU time this long is hung on a lock
+ * inherited held across fork() (solver_child.c): it is run again. CBC never
+ * sleeps; its answer is read as it comes, so it never waits on the pipe. */
+#define STALL_S 1.0
+
 /* CBC stops itself at its limit, give or take its step (measured up to
  * ~150 ms at 1,200 modules); the child is killed only well after that. */
 static double wall_limit(double time_limit_s)
@@ -369,7 +374,8 @@ int partd_milp_solve(const partd_milp *b, const partd_milp_params *p,
     if (!a.data)
         return PARTD_ENOMEM;
     double wall = wall_limit(p->time_limit_s);
-    partd_child_limits lim = { wall, wall + 1.0, memory, p->env ? p->env->cancel : NULL };
+    partd_child_limits lim = { wall, wall + 1.0, memory, p->env ? p->env->cancel : NULL,
+                               STALL_S };
     child_job job = { b, p };
     int rc = partd_child_run(solve_in_child, &job, &lim, &a);
     if (rc == PARTD_OK)

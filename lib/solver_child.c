@@ -7,9 +7,13 @@
  * allocator's locks), which is what the solver needs. Any other lock another
  * thread held at the fork (stdio, say) could hang the child: the parent's
  * wall-clock kill bounds that, so a hang costs the solve, never the process.
- * (Under GCC 12's AddressSanitizer, which does not intercept fork(), ASan's
- * own allocator locks are among them: there a child forked while another
- * thread allocates can hang, rarely, until that kill.)
+ * Under GCC 12's AddressSanitizer, which does not intercept fork(), ASan's
+ * own allocator locks are among them (seen: a child waiting forever in
+ * SizeClassAllocator64::GetFromAllocator when another thread was refilling
+ * its cache at the fork). With stall_s set, such a child is recognised
+ * early: asleep (state S) without using any CPU time for stall_s. It is
+ * killed and run again (the lock is free in a new fork), at most
+ * MAX_ATTEMPTS times within the same wall-clock limit.
  */
 #define _GNU_SOURCE
 #include "solver_child.h"
@@ -32,6 +36,12 @@
 /* How often the parent looks at the cancel flag and the clock while the
  * child runs: a cancelled solve stops within about this. */
 #define POLL_MS 5
+/* How often the parent looks at a child's state and CPU time for a hang. */
+#define STALL_SAMPLE_NS 100000000LL
+/* Runs of a child that hangs before the caller gets an error. */
+#define MAX_ATTEMPTS 3
+/* partd_child_run's own code for "killed as hung, run it again". */
+#define HUNG 1
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -169,7 +179,50 @@ typedef struct watch {
     int pidfd;             /* readable when the child exits; -1: unsupported */
     int64_t kill_at;       /* CLOCK_MONOTONIC ns */
     partd_child_answer *ans;
+    int64_t stall_ns;      /* 0: no hang detection */
+    int64_t next_sample, last_progress;
+    unsigned long long last_cpu;
 } watch;
+
+/* The child's state letter and CPU time (clock ticks) from /proc; -1 when
+ * they cannot be read. */
+static int read_stat(pid_t pid, char *state, unsigned long long *cpu)
+{
+    char path[48], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold anything */
+    unsigned long long utime, stime;
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                     state, &utime, &stime) != 3)
+        return -1;
+    *cpu = utime + stime;
+    return 0;
+}
+
+/* 1 when the child has been asleep without using CPU time for stall_ns: a
+ * solver computes or exits, so it waits for a lock it will never get. */
+static int stalled(watch *w, int64_t now)
+{
+    if (w->stall_ns <= 0 || now < w->next_sample)
+        return 0;
+    w->next_sample = now + STALL_SAMPLE_NS;
+    char state = '?';
+    unsigned long long cpu = 0;
+    if (read_stat(w->pid, &state, &cpu) != 0 || state != 'S' || cpu != w->last_cpu) {
+        w->last_cpu = cpu;
+        w->last_progress = now;
+        return 0;
+    }
+    return now - w->last_progress >= w->stall_ns;
+}
 
 static int reap(pid_t pid, int *status)
 {
@@ -277,6 +330,8 @@ static int supervise(watch *w, const partd_child_limits *lim)
         int64_t now = partd_monotonic_ns();
         if (now >= w->kill_at)
             return kill_and_reap(w, PARTD_ETIMEOUT, "still running at its time limit");
+        if (stalled(w, now))
+            return kill_and_reap(w, HUNG, "hung: asleep without using the CPU");
         wait_a_little(w, now);
         if (w->fd >= 0) {
             int more = read_available(w);
@@ -306,21 +361,15 @@ static int supervise(watch *w, const partd_child_limits *lim)
     }
 }
 
-int partd_child_run(partd_child_fn fn, void *arg, const partd_child_limits *lim,
-                    partd_child_answer *answer)
+static int run_once(partd_child_fn fn, void *arg, const partd_child_limits *lim,
+                    int64_t start, partd_child_answer *answer)
 {
     answer->len = 0;
     answer->why[0] = '\0';
-    int rc = partd_cancel_check(lim->cancel);
-    if (rc != PARTD_OK) {
-        snprintf(answer->why, sizeof answer->why, "%s", partd_strerror(rc));
-        return rc;
-    }
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return PARTD_ENOMEM;
     uint64_t base_as = lim->memory_bytes && !UNDER_ASAN ? address_space_bytes() : 0;
-    int64_t start = partd_monotonic_ns();
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -334,12 +383,36 @@ int partd_child_run(partd_child_fn fn, void *arg, const partd_child_limits *lim,
     }
     close(fds[1]);
     fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    int64_t now = partd_monotonic_ns();
     watch w = { pid, fds[0], pidfd_open(pid, 0), start + (int64_t)(lim->wall_s * 1e9),
-                answer };
+                answer, (int64_t)(lim->stall_s * 1e9), now, now, 0 };
     int pipe_fd = fds[0], pidfd = w.pidfd;
-    rc = supervise(&w, lim);
+    int rc = supervise(&w, lim);
     close(pipe_fd);
     if (pidfd >= 0)
         close(pidfd);
     return rc;
+}
+
+int partd_child_run(partd_child_fn fn, void *arg, const partd_child_limits *lim,
+                    partd_child_answer *answer)
+{
+    answer->len = 0;
+    answer->why[0] = '\0';
+    int rc = partd_cancel_check(lim->cancel);
+    if (rc != PARTD_OK) {
+        snprintf(answer->why, sizeof answer->why, "%s", partd_strerror(rc));
+        return rc;
+    }
+    int64_t start = partd_monotonic_ns();
+    for (int attempt = 1;; attempt++) {
+        rc = run_once(fn, arg, lim, start, answer);
+        if (rc != HUNG)
+            return rc;
+        if (attempt == MAX_ATTEMPTS) {
+            snprintf(answer->why, sizeof answer->why,
+                     "hung %d times: asleep without using the CPU", attempt);
+            return PARTD_EINTERNAL;
+        }
+    }
 }

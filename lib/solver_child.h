@@ -27,7 +27,7 @@
  * PARTD_ECANCELLED (the cancel flag), PARTD_ETIMEOUT (the cancel's deadline,
  * or the child still running after wall_s), PARTD_ENOMEM (no pipe or no
  * process could be made), PARTD_EINTERNAL (the child died by a signal, exited
- * non-zero, or wrote more than answer_cap bytes). Every error but ENOMEM
+ * non-zero, wrote more than answer_cap bytes, or hung three times). Every error but ENOMEM
  * leaves one sentence in `why` ("signal 6 (SIGABRT)").
  */
 #ifndef PARTD_SOLVER_CHILD_H
@@ -48,6 +48,11 @@ typedef struct partd_child_limits {
     double cpu_s;               /* RLIMIT_CPU, rounded up; 0: none */
     uint64_t memory_bytes;      /* RLIMIT_AS above the inherited size; 0: none */
     const partd_cancel *cancel; /* NULL: never cancelled, no deadline */
+    double stall_s;             /* > 0: a child asleep without using CPU time
+                                   this long is hung (a lock inherited held
+                                   across fork()): killed and run again, up
+                                   to 3 runs in all; 0: off (for work that
+                                   may sleep) */
 } partd_child_limits;
 
 typedef struct partd_child_answer {

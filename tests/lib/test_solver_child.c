@@ -10,6 +10,9 @@
  * - A child that never ends is killed at its wall-clock limit.
  * - The memory limit holds (a child cannot allocate past it), except under
  *   ASan where it cannot apply.
+ * - A child asleep without using CPU time (a lock inherited held across
+ *   fork) is killed and run again, at most three runs; a computing child is
+ *   never taken for hung.
  * - Many threads running children at once each get their own answer (the
  *   pipes of one child are not held open by another's).
  */
@@ -90,7 +93,7 @@ static int allocate_a_lot(void *arg, int fd)
 static int run(partd_child_fn fn, void *arg, double wall_s, uint64_t memory,
                const partd_cancel *cancel, char *buf, size_t cap, partd_child_answer *a)
 {
-    partd_child_limits lim = { wall_s, 0, memory, cancel };
+    partd_child_limits lim = { wall_s, 0, memory, cancel, 0 };
     *a = (partd_child_answer){ buf, cap, 0, "" };
     return partd_child_run(fn, arg, &lim, a);
 }
@@ -229,6 +232,82 @@ static void test_standard_descriptors_closed(void **state)
     assert_memory_equal(buf, "moved", 5);
 }
 
+/* ---- hangs: a child asleep without using CPU time ----------------------- */
+
+typedef struct attempts {
+    atomic_int runs;
+    int hang_runs; /* the first hang_runs runs hang */
+} attempts;
+
+static attempts *shared_attempts(int hang_runs)
+{
+    attempts *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(a != MAP_FAILED);
+    atomic_init(&a->runs, 0);
+    a->hang_runs = hang_runs;
+    return a;
+}
+
+/* Hangs (as on a lock inherited held) in its first hang_runs runs. */
+static int hang_at_first(void *arg, int fd)
+{
+    attempts *a = arg;
+    if (atomic_fetch_add(&a->runs, 1) < a->hang_runs)
+        return wait_forever(NULL, fd);
+    return partd_child_write(fd, "late", 4) == 0 ? 0 : 1;
+}
+
+/* Computes for a while (state R, CPU time growing), then answers. */
+static int compute_then_answer(void *arg, int fd)
+{
+    attempts *a = arg;
+    atomic_fetch_add(&a->runs, 1);
+    int64_t until = partd_monotonic_ns() + 600000000LL;
+    volatile uint64_t x = 1;
+    while (partd_monotonic_ns() < until)
+        x = x * 6364136223846793005ULL + 1;
+    return partd_child_write(fd, "done", 4) == 0 ? 0 : 1;
+}
+
+static int run_stall(partd_child_fn fn, attempts *at, char *buf, size_t cap,
+                     partd_child_answer *a)
+{
+    partd_child_limits lim = { 3600, 0, 0, NULL, 0.2 };
+    *a = (partd_child_answer){ buf, cap, 0, "" };
+    return partd_child_run(fn, at, &lim, a);
+}
+
+static void test_hung_child_is_run_again(void **state)
+{
+    (void)state;
+    char buf[16];
+    partd_child_answer a;
+    attempts *at = shared_attempts(2);
+    assert_int_equal(run_stall(hang_at_first, at, buf, sizeof buf, &a), PARTD_OK);
+    assert_int_equal(atomic_load(&at->runs), 3);
+    assert_memory_equal(buf, "late", 4);
+    munmap(at, sizeof *at);
+
+    at = shared_attempts(1000); /* hangs every time: an error after 3 runs */
+    assert_int_equal(run_stall(hang_at_first, at, buf, sizeof buf, &a), PARTD_EINTERNAL);
+    assert_int_equal(atomic_load(&at->runs), 3);
+    assert_non_null(strstr(a.why, "hung 3 times"));
+    munmap(at, sizeof *at);
+}
+
+/* Computing is not hanging, however long it takes. */
+static void test_busy_child_is_not_hung(void **state)
+{
+    (void)state;
+    char buf[16];
+    partd_child_answer a;
+    attempts *at = shared_attempts(0);
+    assert_int_equal(run_stall(compute_then_answer, at, buf, sizeof buf, &a), PARTD_OK);
+    assert_int_equal(atomic_load(&at->runs), 1);
+    munmap(at, sizeof *at);
+}
+
 typedef struct runner {
     char text[32];
     int rc, same;
@@ -277,6 +356,8 @@ int main(void)
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_sigchld_ignored),
         cmocka_unit_test(test_standard_descriptors_closed),
+        cmocka_unit_test(test_hung_child_is_run_again),
+        cmocka_unit_test(test_busy_child_is_not_hung),
         cmocka_unit_test(test_concurrent_children),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
