@@ -51,7 +51,8 @@
     X(PARTD_SCHEDULE_1F1B, "1f1b")
 
 /* result sac.*.status: the status of one SAC answer (NO_SOLUTION: a
- * frontier point the time limit cut before any plan). */
+ * frontier point the time limit cut before any plan). INFEASIBLE is the
+ * planner's own: it fails the plan and never appears in a result. */
 #define PARTD_SAC_STATUS_LIST(X)                \
     X(PARTD_SAC_OPTIMAL, "optimal")             \
     X(PARTD_SAC_FEASIBLE, "feasible")           \

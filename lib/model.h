@@ -102,6 +102,9 @@ typedef struct partd_sac_options {
     double time_limit_ms;      /* > 0 */
     double relative_gap;       /* >= 0 */
     uint32_t frontier_points;  /* 0 = none, else 2..100 */
+    /* Not on the wire: address space each solver process may add to the
+     * caller's (milp.h); 0 = PARTD_SOLVER_MEMORY_DEFAULT. */
+    uint64_t solver_memory_bytes;
 } partd_sac_options;
 
 typedef struct partd_options {

@@ -4,7 +4,6 @@
  */
 #include "modules_decode.h"
 
-#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +26,15 @@ int partd_mi_get_bytes(partd_reader *d, json_t *obj, const char *base, const cha
     return v ? partd_read_bytes(d, v, ptr, min, out) : PARTD_EINVALID;
 }
 
+/* Times (ms) and the recompute curve's numbers: within +-MAX_NUMBER, as the
+ * request schema says, so that the SAC models stay within the solver's range
+ * (CBC asserts on larger coefficients). */
+#define MAX_NUMBER 1e12
+
 int partd_mi_number_value(partd_reader *d, json_t *v, const char *ptr, int nonneg,
                           double *out)
 {
-    return partd_read_number(d, v, ptr, nonneg ? 0 : -DBL_MAX, 0, DBL_MAX, out);
+    return partd_read_number(d, v, ptr, nonneg ? 0 : -MAX_NUMBER, 0, MAX_NUMBER, out);
 }
 
 int partd_mi_get_number(partd_reader *d, json_t *obj, const char *base, const char *key,

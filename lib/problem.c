@@ -83,6 +83,19 @@ int partd_problem_add(partd_problem *p, const char *pointer, const char *fmt, ..
     return PARTD_OK;
 }
 
+int partd_problem_set_int(partd_problem *p, const char *name, int64_t value)
+{
+    for (uint32_t i = 0; i < p->n_members; i++)
+        if (strcmp(p->members[i].name, name) == 0) {
+            p->members[i].value = value;
+            return 0;
+        }
+    if (p->n_members >= PARTD_PROBLEM_MAX_MEMBERS)
+        return -1;
+    p->members[p->n_members++] = (partd_problem_member){ name, value };
+    return 0;
+}
+
 int partd_problem_full(const partd_problem *p)
 {
     return p->n_errors >= PARTD_PROBLEM_MAX_ERRORS;
@@ -121,6 +134,8 @@ char *partd_problem_to_json(const partd_problem *p, size_t *len)
     json_object_set_new(doc, "title", text_value(p->title ? p->title : "Error"));
     json_object_set_new(doc, "status", json_integer(p->status ? p->status : 500));
     json_object_set_new(doc, "detail", text_value(p->detail ? p->detail : ""));
+    for (uint32_t i = 0; i < p->n_members; i++)
+        json_object_set_new(doc, p->members[i].name, json_integer(p->members[i].value));
     for (uint32_t i = 0; i < p->n_errors; i++) {
         json_t *e = json_object();
         json_object_set_new(e, "pointer", text_value(p->errors[i].pointer));

@@ -26,6 +26,14 @@ typedef struct partd_problem_error {
     char *message;
 } partd_problem_error;
 
+/* An RFC 9457 extension member with an integer value, e.g. a SAC failure's
+ * min_peak_memory_bytes. The name is a string literal (not copied). */
+#define PARTD_PROBLEM_MAX_MEMBERS 4
+typedef struct partd_problem_member {
+    const char *name;
+    int64_t value;
+} partd_problem_member;
+
 typedef struct partd_problem {
     int status;    /* HTTP status: 400, 413, 422, ...; 0 until set */
     char *type;    /* URI, e.g. "urn:partd:problem:invalid-request" */
@@ -34,6 +42,8 @@ typedef struct partd_problem {
     partd_problem_error errors[PARTD_PROBLEM_MAX_ERRORS];
     uint32_t n_errors;
     uint32_t dropped; /* errors past the cap */
+    partd_problem_member members[PARTD_PROBLEM_MAX_MEMBERS];
+    uint32_t n_members; /* serialised after "detail", in the order set */
 } partd_problem;
 
 void partd_problem_init(partd_problem *p);
@@ -51,6 +61,10 @@ void partd_problem_set(partd_problem *p, int status, const char *type_slug,
  * `dropped`). */
 int partd_problem_add(partd_problem *p, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Sets the integer extension member `name` (a string literal), replacing an
+ * earlier value; a member past PARTD_PROBLEM_MAX_MEMBERS is dropped (-1). */
+int partd_problem_set_int(partd_problem *p, const char *name, int64_t value);
 
 /* True once the cap is reached: validators may stop early. */
 int partd_problem_full(const partd_problem *p);

@@ -16,8 +16,12 @@
  * (more discard, less memory), then full discard for the chosen modules.
  *
  * Time: time_limit_ms bounds the whole planner (every solve gets what is left
- * of it), capped by the job's deadline; the cancel flag is checked before and
- * after every solve (CBC's C interface cannot be interrupted mid-solve).
+ * of it), capped by the job's deadline. Every solve runs in a child process
+ * (milp.h) that a cancel kills at once; a solver crash fails the plan with
+ * PARTD_EINTERNAL and a problem document, never the process.
+ *
+ * A budget below the least peak any plan reaches fails the plan with
+ * PARTD_EINFEASIBLE and a problem carrying min_peak_memory_bytes.
  */
 #include "sac.h"
 
@@ -42,6 +46,7 @@
 typedef struct planner {
     const partd_sac_tree *t;
     const partd_cancel *cancel;
+    partd_solver_env env;    /* cancel, problem, solver memory limit */
     int64_t deadline_ns;
     double relative_gap;
     int64_t baseline;
@@ -137,7 +142,7 @@ static int milp(planner *pl, partd_sac_goal goal, double cap, raw *x,
         out->status = PARTD_SAC_SOLVED_NONE;
         return PARTD_OK;
     }
-    partd_sac_milp_params params = { goal, cap, left, pl->relative_gap, pl->cancel };
+    partd_sac_milp_params params = { goal, cap, left, pl->relative_gap, &pl->env };
     rc = partd_sac_milp_solve(pl->t, &params, out);
     if (rc == PARTD_OK)
         rc = partd_cancel_check(pl->cancel);
@@ -351,7 +356,7 @@ static int op_policies(planner *pl, struct partd_sac_result *res)
         if (left <= 0)
             return PARTD_ETIMEOUT;
         double r = (double)res->main.plan.ratio_e4[i] / PARTD_SAC_RATIO_SCALE;
-        rc = partd_sac_op_policy(s, 1.0 - r, left, pl->cancel, op->ops, &op->feasible);
+        rc = partd_sac_op_policy(s, 1.0 - r, left, &pl->env, op->ops, &op->feasible);
         if (rc == PARTD_ETIMEOUT && partd_cancel_check(pl->cancel) != PARTD_OK)
             rc = partd_cancel_check(pl->cancel); /* cancelled, not out of time */
         if (rc != PARTD_OK)
@@ -396,6 +401,27 @@ static int no_plan(const partd_request *req, partd_problem *problem)
     return PARTD_ETIMEOUT;
 }
 
+/* The budget is below the least peak: the plan fails, and says how far. */
+static int infeasible_budget(const partd_request *req, const planner *pl,
+                             const struct partd_sac_result *res, partd_problem *problem)
+{
+    int64_t least = pl->min_peak + pl->t->reserve_bytes; /* as a budget */
+    partd_problem_set(problem, 422, "infeasible", "No feasible SAC plan",
+                      "no checkpointing plan fits options.sac.memory_budget_bytes "
+                      "(%lld bytes): the least peak any plan reaches is %lld bytes, "
+                      "so the budget must be at least %lld bytes",
+                      (long long)req->options.sac.memory_budget_bytes,
+                      (long long)pl->min_peak, (long long)least);
+    partd_problem_add(problem, "/options/sac/memory_budget_bytes",
+                      "below %lld bytes, the least budget any plan fits", (long long)least);
+    partd_problem_set_int(problem, "min_peak_memory_bytes", pl->min_peak);
+    partd_problem_set_int(problem, "baseline_peak_memory_bytes", pl->baseline);
+    partd_problem_set_int(problem, "budget_bytes", req->options.sac.memory_budget_bytes);
+    if (res->has_fsdp)
+        partd_problem_set_int(problem, "fsdp_reserved_bytes", pl->t->reserve_bytes);
+    return PARTD_EINFEASIBLE;
+}
+
 static int run(const partd_request *req, planner *pl, struct partd_sac_result *res,
                raw *x, partd_problem *problem)
 {
@@ -422,7 +448,9 @@ static int run(const partd_request *req, planner *pl, struct partd_sac_result *r
         if (rc != PARTD_OK)
             return rc;
     }
-    if (req->options.sac.op_level && res->main.status != PARTD_SAC_INFEASIBLE) {
+    if (infeasible)
+        return infeasible_budget(req, pl, res, problem);
+    if (req->options.sac.op_level) {
         rc = op_policies(pl, res);
         if (rc != PARTD_OK)
             return rc;
@@ -441,6 +469,7 @@ static int plan_with_tree(const partd_request *req, const partd_cancel *cancel,
     memset(&pl, 0, sizeof pl);
     pl.t = t;
     pl.cancel = cancel;
+    pl.env = (partd_solver_env){ cancel, problem, req->options.sac.solver_memory_bytes };
     pl.relative_gap = req->options.sac.relative_gap;
     pl.deadline_ns = start + (int64_t)(req->options.sac.time_limit_ms * 1e6);
     if (cancel && cancel->deadline_ns && cancel->deadline_ns < pl.deadline_ns)

@@ -8,9 +8,12 @@
  * runs and the op-level policies.
  *
  * Errors: PARTD_EINVALID (422: options.sac without graph.modules, unknown
- * ac/fsdp unit), PARTD_ECANCELLED/PARTD_ETIMEOUT, PARTD_ENOMEM,
- * PARTD_EINTERNAL (solver failure). An infeasible budget is not an error: the
- * result says status "infeasible" with min_peak_memory_bytes.
+ * ac/fsdp unit, numbers out of the solver's range), PARTD_EINFEASIBLE (422
+ * "infeasible": the budget is below the least peak any plan reaches; the
+ * problem carries min_peak_memory_bytes, baseline_peak_memory_bytes and
+ * budget_bytes), PARTD_ECANCELLED/PARTD_ETIMEOUT, PARTD_ENOMEM,
+ * PARTD_EINTERNAL (the solver crashed or failed: 500 "solver-failed"; the
+ * solver runs in a child process, so a crash never takes the caller's).
  */
 #ifndef PARTD_SAC_H
 #define PARTD_SAC_H

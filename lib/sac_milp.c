@@ -25,273 +25,15 @@
  */
 #include "sac_milp.h"
 
-#include <coin/Cbc_C_Interface.h>
-#include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "cancel.h"
+#include "milp.h"
 #include "partd.h"
 
 #define GIB 1073741824.0
-#define INF 1e30
-
-/* ---- a small column/row/triplet builder -------------------------------- */
-
-typedef struct lp_builder {
-    int n_cols, n_rows, n_nz;
-    int cap_cols, cap_rows, cap_nz;
-    double *col_lb, *col_ub, *obj;
-    uint8_t *is_int;
-    double *row_lb, *row_ub;
-    int *nz_row, *nz_col;
-    double *nz_val;
-    int oom;
-} lp_builder;
-
-static int grow(void **p, int *cap, int need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    int nc = *cap ? *cap : 64;
-    while (nc < need)
-        nc *= 2;
-    void *q = realloc(*p, (size_t)nc * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
-static int add_col(lp_builder *b, double lb, double ub, double obj, int is_int)
-{
-    int cap = b->cap_cols, ok = 1;
-    int c = cap;
-    ok &= grow((void **)&b->col_lb, &c, b->n_cols + 1, sizeof(double)) == 0;
-    c = cap;
-    ok &= grow((void **)&b->col_ub, &c, b->n_cols + 1, sizeof(double)) == 0;
-    c = cap;
-    ok &= grow((void **)&b->obj, &c, b->n_cols + 1, sizeof(double)) == 0;
-    c = cap;
-    ok &= grow((void **)&b->is_int, &c, b->n_cols + 1, 1) == 0;
-    if (!ok) {
-        b->oom = 1;
-        return -1;
-    }
-    b->cap_cols = c;
-    b->col_lb[b->n_cols] = lb;
-    b->col_ub[b->n_cols] = ub;
-    b->obj[b->n_cols] = obj;
-    b->is_int[b->n_cols] = (uint8_t)is_int;
-    return b->n_cols++;
-}
-
-/* A row lb <= sum val[k] x[col[k]] <= ub. */
-static int add_row(lp_builder *b, double lb, double ub, int n, const int *cols,
-                   const double *vals)
-{
-    int cap = b->cap_rows, c = cap, ok = 1;
-    ok &= grow((void **)&b->row_lb, &c, b->n_rows + 1, sizeof(double)) == 0;
-    c = cap;
-    ok &= grow((void **)&b->row_ub, &c, b->n_rows + 1, sizeof(double)) == 0;
-    int capn = b->cap_nz, cn = capn;
-    ok &= grow((void **)&b->nz_row, &cn, b->n_nz + n, sizeof(int)) == 0;
-    cn = capn;
-    ok &= grow((void **)&b->nz_col, &cn, b->n_nz + n, sizeof(int)) == 0;
-    cn = capn;
-    ok &= grow((void **)&b->nz_val, &cn, b->n_nz + n, sizeof(double)) == 0;
-    if (!ok) {
-        b->oom = 1;
-        return -1;
-    }
-    b->cap_rows = c;
-    b->cap_nz = cn;
-    for (int k = 0; k < n; k++) {
-        if (vals[k] == 0)
-            continue;
-        b->nz_row[b->n_nz] = b->n_rows;
-        b->nz_col[b->n_nz] = cols[k];
-        b->nz_val[b->n_nz] = vals[k];
-        b->n_nz++;
-    }
-    b->row_lb[b->n_rows] = lb;
-    b->row_ub[b->n_rows] = ub;
-    return b->n_rows++;
-}
-
-static void builder_free(lp_builder *b)
-{
-    free(b->col_lb);
-    free(b->col_ub);
-    free(b->obj);
-    free(b->is_int);
-    free(b->row_lb);
-    free(b->row_ub);
-    free(b->nz_row);
-    free(b->nz_col);
-    free(b->nz_val);
-}
-
-/* Loads the builder into a new CBC model (column-major), NULL on ENOMEM. */
-static Cbc_Model *load(const lp_builder *b)
-{
-    int *start = calloc((size_t)b->n_cols + 1, sizeof *start);
-    int *index = malloc(((size_t)b->n_nz + 1) * sizeof *index);
-    double *value = malloc(((size_t)b->n_nz + 1) * sizeof *value);
-    Cbc_Model *m = NULL;
-    if (!start || !index || !value)
-        goto done;
-    for (int k = 0; k < b->n_nz; k++)
-        start[b->nz_col[k] + 1]++;
-    for (int c = 0; c < b->n_cols; c++)
-        start[c + 1] += start[c];
-    int *fill = calloc((size_t)b->n_cols + 1, sizeof *fill);
-    if (!fill)
-        goto done;
-    memcpy(fill, start, ((size_t)b->n_cols + 1) * sizeof *fill);
-    for (int k = 0; k < b->n_nz; k++) { /* rows ascending within a column */
-        int pos = fill[b->nz_col[k]]++;
-        index[pos] = b->nz_row[k];
-        value[pos] = b->nz_val[k];
-    }
-    free(fill);
-    m = Cbc_newModel();
-    if (!m)
-        goto done;
-    Cbc_loadProblem(m, b->n_cols, b->n_rows, start, index, value, b->col_lb,
-                    b->col_ub, b->obj, b->row_lb, b->row_ub);
-    for (int c = 0; c < b->n_cols; c++)
-        if (b->is_int[c])
-            Cbc_setInteger(m, c);
-done:
-    free(start);
-    free(index);
-    free(value);
-    return m;
-}
-
-/* Single-threaded, fixed seeds, silent: the same model gives the same answer
- * on every run (unless the time limit cuts it). The limit is set by run(). */
-static void configure(Cbc_Model *m, double relative_gap)
-{
-    Cbc_setLogLevel(m, 0);
-    Cbc_setParameter(m, "log", "0");
-    Cbc_setParameter(m, "slog", "0");
-    Cbc_setParameter(m, "threads", "0");
-    Cbc_setParameter(m, "randomSeed", "1234567");
-    Cbc_setParameter(m, "randomCbcSeed", "1234567");
-    Cbc_setParameter(m, "timeMode", "elapsed");
-    Cbc_setAllowableFractionGap(m, relative_gap);
-    Cbc_setAllowableGap(m, 1e-9);
-}
-
-/* CBC's driver (CbcMain0/CbcMain1, behind Cbc_solve) keeps state in globals
- * and is not safe to run in two threads at once (coin-or/Cbc#332), while the
- * daemon plans several jobs at once: solves take turns on this lock. It is
- * the library's only global, and it guards the solver's, not partd's, state. */
-static pthread_mutex_t solver_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* How often a thread waiting for the solver looks at its cancel flag: a job
- * cancelled while another job's solve holds the lock stops within this. */
-#define LOCK_POLL_NS 20000000L
-
-static struct timespec realtime_after(int64_t ns)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    int64_t total = (int64_t)t.tv_nsec + ns;
-    t.tv_sec += (time_t)(total / 1000000000L);
-    t.tv_nsec = (long)(total % 1000000000L);
-    return t;
-}
-
-int partd_sac_solver_acquire(double time_limit_s, const partd_cancel *cancel)
-{
-    int64_t end = partd_monotonic_ns() + (int64_t)(time_limit_s * 1e9);
-    for (;;) {
-        int64_t left = end - partd_monotonic_ns();
-        if (left <= 0)
-            return PARTD_ETIMEOUT;
-        struct timespec until = realtime_after(left < LOCK_POLL_NS ? left : LOCK_POLL_NS);
-        int rc = pthread_mutex_timedlock(&solver_lock, &until);
-        if (rc != ETIMEDOUT)
-            return rc == 0 ? PARTD_OK : PARTD_EINTERNAL;
-        rc = partd_cancel_check(cancel);
-        if (rc != PARTD_OK)
-            return rc;
-    }
-}
-
-void partd_sac_solver_release(void)
-{
-    pthread_mutex_unlock(&solver_lock);
-}
-
-/* Solves under the lock with what is left of time_limit_s (wall clock). */
-static int solve_locked(Cbc_Model *m, double time_limit_s, const partd_cancel *cancel)
-{
-    int64_t start = partd_monotonic_ns();
-    if (time_limit_s <= 0 || partd_sac_solver_acquire(time_limit_s, cancel) != PARTD_OK)
-        return -1;
-    double left = time_limit_s - (double)(partd_monotonic_ns() - start) / 1e9;
-    if (left < 0.001)
-        left = 0.001;
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.6f", left);
-    Cbc_setParameter(m, "sec", buf);
-    Cbc_setMaximumSeconds(m, left);
-    Cbc_solve(m);
-    partd_sac_solver_release();
-    return 0;
-}
-
-static double relative_gap(double obj, double bound)
-{
-    double diff = obj - bound;
-    if (diff <= 1e-9 * (fabs(obj) > 1 ? fabs(obj) : 1))
-        return 0;
-    return diff / (fabs(obj) > 1e-12 ? fabs(obj) : 1e-12);
-}
-
-/* Runs CBC; fills status/objective/gap and returns the column solution or
- * NULL (no solution). */
-static const double *run(Cbc_Model *m, double time_limit_s, const partd_cancel *cancel,
-                         partd_sac_solve_status *status, double *objective,
-                         double *gap)
-{
-    *objective = 0;
-    *gap = 0;
-    if (solve_locked(m, time_limit_s, cancel) != 0) {
-        /* No turn at the solver in time, or cancelled while waiting. */
-        *status = PARTD_SAC_SOLVED_NONE;
-        return NULL;
-    }
-    if (Cbc_isProvenInfeasible(m)) {
-        *status = PARTD_SAC_SOLVED_INFEASIBLE;
-        return NULL;
-    }
-    const double *x = Cbc_bestSolution(m);
-    if (!x && Cbc_isProvenOptimal(m))
-        x = Cbc_getColSolution(m); /* a model without integer columns */
-    if (!x) {
-        *status = PARTD_SAC_SOLVED_NONE;
-        return NULL;
-    }
-    *objective = Cbc_getObjValue(m);
-    double bound = Cbc_getBestPossibleObjValue(m);
-    if (Cbc_getNumIntegers(m) == 0 || bound >= *objective)
-        *gap = 0;
-    else
-        *gap = relative_gap(*objective, bound);
-    *status = *gap == 0 && Cbc_isProvenOptimal(m) ? PARTD_SAC_SOLVED_OPTIMAL
-                                                  : PARTD_SAC_SOLVED_FEASIBLE;
-    return x;
-}
+#define INF PARTD_MILP_INF
 
 /* ---- the module-level model --------------------------------------------- */
 
@@ -323,42 +65,42 @@ static void cols_free(cols *c)
 }
 
 /* y, r, rcp, s columns and their rows for eligible module j. */
-static void add_module(lp_builder *b, const partd_sac_tree *t, partd_sac_goal goal,
+static void add_module(partd_milp *b, const partd_sac_tree *t, partd_sac_goal goal,
                        cols *c, uint32_t j)
 {
     const partd_module *mod = &t->m->mods[j];
-    c->y[j] = add_col(b, 0, 1, 0, 1);
+    c->y[j] = partd_milp_add_col(b, 0, 1, 0, 1);
     if (t->eligible_parent[j] == PARTD_NONE) {
         c->s[j] = c->y[j];
     } else { /* s_j - s_e - y_j = 0, s_j <= 1 */
-        c->s[j] = add_col(b, 0, 1, 0, 0);
+        c->s[j] = partd_milp_add_col(b, 0, 1, 0, 0);
         int cs[3] = { c->s[j], c->s[t->eligible_parent[j]], c->y[j] };
         double vs[3] = { 1, -1, -1 };
-        add_row(b, 0, 0, 3, cs, vs);
+        partd_milp_add_row(b, 0, 0, 3, cs, vs);
     }
     if (goal == PARTD_SAC_MIN_PEAK)
         return; /* r_j = y_j: full discard, the least memory */
-    c->r[j] = add_col(b, 0, 1, 0, 0);
+    c->r[j] = partd_milp_add_col(b, 0, 1, 0, 0);
     int cr[2] = { c->r[j], c->y[j] };
     double vr[2] = { 1, -1 };
-    add_row(b, -INF, 0, 2, cr, vr);
+    partd_milp_add_row(b, -INF, 0, 2, cr, vr);
     if (t->acm[j] > 0 && t->acm[j] > t->ia[j]) {
         double lo = (double)(t->acm[j] - t->ia[j]) / (double)t->acm[j];
         double vl[2] = { 1, -lo };
-        add_row(b, 0, INF, 2, cr, vl);
+        partd_milp_add_row(b, 0, INF, 2, cr, vl);
     }
     if (mod->sac_runtime > 0 && mod->n_segments > 0) {
-        c->rcp[j] = add_col(b, 0, INF, mod->sac_runtime, 0);
+        c->rcp[j] = partd_milp_add_col(b, 0, INF, mod->sac_runtime, 0);
         for (uint32_t k = 0; k < mod->n_segments; k++) {
             int cc[3] = { c->rcp[j], c->r[j], c->y[j] };
             double vc[3] = { 1, -mod->slopes[k], -mod->intercepts[k] };
-            add_row(b, 0, INF, 3, cc, vc);
+            partd_milp_add_row(b, 0, INF, 3, cc, vc);
         }
     }
 }
 
 /* Running sums of discards in forward post-order and the peak rows. */
-static void add_memory_rows(lp_builder *b, const partd_sac_tree *t,
+static void add_memory_rows(partd_milp *b, const partd_sac_tree *t,
                             partd_sac_goal goal, cols *c, double *peak_floor)
 {
     int last = -1;       /* E column of the latest eligible module */
@@ -377,9 +119,9 @@ static void add_memory_rows(lp_builder *b, const partd_sac_tree *t,
         if (last >= 0 && rhs > -INF) { /* close the group of `last` */
             int cp[2] = { c->peak, last };
             double vp[2] = { 1, 1 };
-            add_row(b, rhs, INF, 2, cp, vp);
+            partd_milp_add_row(b, rhs, INF, 2, cp, vp);
         }
-        c->e[i] = add_col(b, -INF, INF, 0, 0);
+        c->e[i] = partd_milp_add_col(b, -INF, INF, 0, 0);
         double acm = (double)t->acm[i] / GIB, ia = (double)t->ia[i] / GIB;
         int ce[4], n = 0;
         double ve[4];
@@ -392,14 +134,14 @@ static void add_memory_rows(lp_builder *b, const partd_sac_tree *t,
             ce[n] = c->y[i], ve[n++] = acm - ia;
             ce[n] = c->r[i], ve[n++] = -acm;
         }
-        add_row(b, 0, 0, n, ce, ve);
+        partd_milp_add_row(b, 0, 0, n, ce, ve);
         last = c->e[i];
         rhs = -INF;
     }
     if (last >= 0 && rhs > -INF) {
         int cp[2] = { c->peak, last };
         double vp[2] = { 1, 1 };
-        add_row(b, rhs, INF, 2, cp, vp);
+        partd_milp_add_row(b, rhs, INF, 2, cp, vp);
     }
 }
 
@@ -420,7 +162,7 @@ static void extract(const partd_sac_tree *t, const cols *c, const double *x,
 int partd_sac_milp_solve(const partd_sac_tree *t, const partd_sac_milp_params *p,
                          partd_sac_milp_out *out)
 {
-    lp_builder b;
+    partd_milp b;
     memset(&b, 0, sizeof b);
     cols c;
     memset(&c, 0, sizeof c);
@@ -429,8 +171,8 @@ int partd_sac_milp_solve(const partd_sac_tree *t, const partd_sac_milp_params *p
         goto done;
     int min_peak = p->goal == PARTD_SAC_MIN_PEAK;
     /* The peak column first: its bounds are set once the floor is known. */
-    c.peak = add_col(&b, 0, min_peak ? INF : p->cap_bytes / GIB,
-                     min_peak ? 1 : 0, 0);
+    c.peak = partd_milp_add_col(&b, 0, min_peak ? INF : p->cap_bytes / GIB,
+                                min_peak ? 1 : 0, 0);
     for (uint32_t j = 0; j < t->n; j++)
         if (t->eligible[j])
             add_module(&b, t, p->goal, &c, j);
@@ -444,21 +186,21 @@ int partd_sac_milp_solve(const partd_sac_tree *t, const partd_sac_milp_params *p
         rc = PARTD_OK;
         goto done;
     }
-    Cbc_Model *m = load(&b);
-    if (!m)
+    double *x = malloc((size_t)b.n_cols * sizeof *x);
+    if (!x)
         goto done;
-    configure(m, min_peak ? 0 : p->relative_gap);
-    const double *x = run(m, p->time_limit_s, p->cancel, &out->status, &out->objective,
-                          &out->gap);
-    if (x)
+    partd_milp_params mp = { p->time_limit_s, min_peak ? 0 : p->relative_gap, 0, p->env };
+    partd_milp_result r = { PARTD_MILP_NONE, 0, 0, x };
+    rc = partd_milp_solve(&b, &mp, &r);
+    out->status = (partd_sac_solve_status)r.status;
+    out->objective = r.objective * (min_peak ? GIB : 1);
+    out->gap = r.gap;
+    if (rc == PARTD_OK && (r.status == PARTD_MILP_OPTIMAL || r.status == PARTD_MILP_FEASIBLE))
         extract(t, &c, x, p->goal, out);
-    if (min_peak)
-        out->objective *= GIB;
-    rc = Cbc_status(m) == 2 ? PARTD_EINTERNAL : PARTD_OK;
-    Cbc_deleteModel(m);
+    free(x);
 done:
     cols_free(&c);
-    builder_free(&b);
+    partd_milp_free(&b);
     return rc;
 }
 
@@ -466,10 +208,11 @@ done:
 
 int partd_sac_knapsack_solve(uint32_t n, const double *value,
                              const double *weight, double cap,
-                             double time_limit_s, const partd_cancel *cancel, uint8_t *x,
+                             double time_limit_s, const partd_solver_env *env, uint8_t *x,
                              partd_sac_solve_status *status)
 {
-    lp_builder b;
+    *status = PARTD_SAC_SOLVED_NONE;
+    partd_milp b;
     memset(&b, 0, sizeof b);
     int rc = PARTD_ENOMEM;
     int *cols_idx = malloc((n ? n : 1) * sizeof *cols_idx);
@@ -484,28 +227,26 @@ int partd_sac_knapsack_solve(uint32_t n, const double *value,
     if (!w)
         goto done;
     for (uint32_t i = 0; i < n; i++) {
-        cols_idx[i] = add_col(&b, 0, 1, -value[i], 1); /* CBC minimises */
+        cols_idx[i] = partd_milp_add_col(&b, 0, 1, -value[i], 1); /* CBC minimises */
         w[i] = weight[i] / scale;
     }
-    add_row(&b, -INF, cap / scale, (int)n, cols_idx, w);
+    partd_milp_add_row(&b, -INF, cap / scale, (int)n, cols_idx, w);
     free(w);
     if (b.oom)
         goto done;
-    Cbc_Model *m = load(&b);
-    if (!m)
+    double *sol = malloc((size_t)b.n_cols * sizeof *sol);
+    if (!sol)
         goto done;
-    configure(m, 0);
-    /* Tight tolerances: the answer is checked in integer bytes afterwards. */
-    Cbc_setParameter(m, "primalTolerance", "1e-9");
-    Cbc_setParameter(m, "integerTolerance", "1e-9");
-    double obj, gap;
-    const double *sol = run(m, time_limit_s, cancel, status, &obj, &gap);
-    for (uint32_t i = 0; sol && i < n; i++)
-        x[i] = sol[cols_idx[i]] > 0.5;
-    rc = Cbc_status(m) == 2 ? PARTD_EINTERNAL : PARTD_OK;
-    Cbc_deleteModel(m);
+    partd_milp_params mp = { time_limit_s, 0, 1, env };
+    partd_milp_result r = { PARTD_MILP_NONE, 0, 0, sol };
+    rc = partd_milp_solve(&b, &mp, &r);
+    *status = (partd_sac_solve_status)r.status;
+    for (uint32_t i = 0; rc == PARTD_OK && i < n; i++)
+        if (r.status == PARTD_MILP_OPTIMAL || r.status == PARTD_MILP_FEASIBLE)
+            x[i] = sol[cols_idx[i]] > 0.5;
+    free(sol);
 done:
     free(cols_idx);
-    builder_free(&b);
+    partd_milp_free(&b);
     return rc;
 }

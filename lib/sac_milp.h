@@ -9,13 +9,20 @@
  * The solution is the solver's raw y and r; the caller rounds and re-scores
  * it with sac_model.h.
  *
- * Errors: PARTD_ENOMEM, PARTD_EINTERNAL (the solver gave up on numerics).
- * Infeasibility and time limits are statuses, not errors.
+ * Every solve runs CBC in a child process (milp.h): a solver crash fails the
+ * solve, never the process, and solves of concurrent jobs need no lock.
+ *
+ * Errors: those of partd_milp_solve() (milp.h): PARTD_ENOMEM,
+ * PARTD_ECANCELLED, PARTD_ETIMEOUT, PARTD_EINVALID (numbers out of the
+ * solver's range), PARTD_EINTERNAL (the solver crashed or gave up on
+ * numerics), the problem filled through env. Infeasibility and time limits
+ * are statuses, not errors.
  */
 #ifndef PARTD_SAC_MILP_H
 #define PARTD_SAC_MILP_H
 
 #include "cancel.h"
+#include "milp.h"
 #include "sac_model.h"
 
 typedef enum partd_sac_goal {
@@ -24,10 +31,10 @@ typedef enum partd_sac_goal {
 } partd_sac_goal;
 
 typedef enum partd_sac_solve_status {
-    PARTD_SAC_SOLVED_OPTIMAL = 0, /* proven within the requested gap of 0 */
-    PARTD_SAC_SOLVED_FEASIBLE,    /* a solution, not proven optimal */
-    PARTD_SAC_SOLVED_INFEASIBLE,  /* proven: no plan */
-    PARTD_SAC_SOLVED_NONE         /* limit hit before any solution */
+    PARTD_SAC_SOLVED_OPTIMAL = PARTD_MILP_OPTIMAL,       /* proven within the gap */
+    PARTD_SAC_SOLVED_FEASIBLE = PARTD_MILP_FEASIBLE,     /* not proven optimal */
+    PARTD_SAC_SOLVED_INFEASIBLE = PARTD_MILP_INFEASIBLE, /* proven: no plan */
+    PARTD_SAC_SOLVED_NONE = PARTD_MILP_NONE              /* limit hit first */
 } partd_sac_solve_status;
 
 typedef struct partd_sac_milp_params {
@@ -35,9 +42,9 @@ typedef struct partd_sac_milp_params {
     double cap_bytes;        /* MIN_RECOMPUTE: peak limit */
     double time_limit_s;     /* wall clock, > 0 */
     double relative_gap;     /* >= 0 */
-    /* Checked while waiting for the solver (another job's solve may hold
-     * it); NULL: never cancelled. A solve itself runs to its limit. */
-    const partd_cancel *cancel;
+    /* The job's cancel flag (a cancelled solve is killed at once), problem
+     * document and solver memory limit; NULL: defaults. */
+    const partd_solver_env *env;
 } partd_sac_milp_params;
 
 typedef struct partd_sac_milp_out {
@@ -51,20 +58,12 @@ typedef struct partd_sac_milp_out {
 int partd_sac_milp_solve(const partd_sac_tree *t, const partd_sac_milp_params *p,
                          partd_sac_milp_out *out);
 
-/* Solves max runtimes.x subject to memory.x <= cap, x binary, with the given
- * per-item fixings (-1 free, 0, 1), to proven optimality (gap 0). Items are
- * the op-level groups of sac_oplevel.c. status as above; x caller-allocated. */
+/* Solves max runtimes.x subject to memory.x <= cap, x binary, to proven
+ * optimality (gap 0). Items are the op-level groups of sac_oplevel.c. status
+ * as above; x caller-allocated. env as in the params above (may be NULL). */
 int partd_sac_knapsack_solve(uint32_t n, const double *value,
                              const double *weight, double cap,
-                             double time_limit_s, const partd_cancel *cancel, uint8_t *x,
+                             double time_limit_s, const partd_solver_env *env, uint8_t *x,
                              partd_sac_solve_status *status);
-
-/* The turn at CBC, whose driver is not thread-safe (see sac_milp.c). Waits
- * up to time_limit_s, looking at `cancel` (may be NULL) every 20 ms:
- * PARTD_OK (then partd_sac_solver_release() must follow), PARTD_ETIMEOUT,
- * PARTD_ECANCELLED, or PARTD_EINTERNAL. The solves above take it
- * themselves. */
-int partd_sac_solver_acquire(double time_limit_s, const partd_cancel *cancel);
-void partd_sac_solver_release(void);
 
 #endif

@@ -103,7 +103,7 @@ static void collect(const partd_sac_stats *s, uint32_t *up, int8_t *fix,
 }
 
 static int solve_groups(groups *g, int64_t room, double time_limit_s,
-                        const partd_cancel *cancel, int8_t *fix)
+                        const partd_solver_env *env, int8_t *fix)
 {
     if (g->n_free == 0)
         return PARTD_OK;
@@ -125,7 +125,7 @@ static int solve_groups(groups *g, int64_t room, double time_limit_s,
     for (int attempt = 0; attempt < 3; attempt++) {
         partd_sac_solve_status st = PARTD_SAC_SOLVED_NONE;
         rc = partd_sac_knapsack_solve(g->n_free, g->value, g->weight, cap,
-                                      time_limit_s, cancel, x, &st);
+                                      time_limit_s, env, x, &st);
         if (rc == PARTD_OK && st != PARTD_SAC_SOLVED_OPTIMAL)
             rc = st == PARTD_SAC_SOLVED_INFEASIBLE ? PARTD_EINTERNAL : PARTD_ETIMEOUT;
         if (rc != PARTD_OK)
@@ -146,7 +146,7 @@ static int solve_groups(groups *g, int64_t room, double time_limit_s,
 }
 
 int partd_sac_op_policy(const partd_sac_stats *s, double budget, double time_limit_s,
-                        const partd_cancel *cancel, uint8_t *policy, int *feasible)
+                        const partd_solver_env *env, uint8_t *policy, int *feasible)
 {
     *feasible = 0;
     uint32_t n = s->n_ops;
@@ -181,7 +181,7 @@ int partd_sac_op_policy(const partd_sac_stats *s, double budget, double time_lim
     if (room < 0)
         goto done;
     collect(s, up, fix, room, &g, val, w);
-    rc = solve_groups(&g, room, time_limit_s, cancel, fix);
+    rc = solve_groups(&g, room, time_limit_s, env, fix);
     if (rc != PARTD_OK)
         goto done;
     for (uint32_t i = 0; i < n; i++)

@@ -16,17 +16,19 @@
  * saves exceed the budget (PyTorch then returns an empty list); otherwise
  * policy[0..n_ops) is filled (caller-allocated).
  * Errors: PARTD_ENOMEM, PARTD_ETIMEOUT (not proven optimal within
- * time_limit_s), PARTD_EINTERNAL (solver failure).
+ * time_limit_s), PARTD_ECANCELLED, PARTD_EINVALID/PARTD_EINTERNAL (numbers
+ * out of the solver's range, solver failure: problem filled through env).
+ * env (milp.h) may be NULL.
  */
 #ifndef PARTD_SAC_OPLEVEL_H
 #define PARTD_SAC_OPLEVEL_H
 
 #include <stdint.h>
 
-#include "cancel.h"
+#include "milp.h"
 #include "modules.h"
 
 int partd_sac_op_policy(const partd_sac_stats *s, double budget, double time_limit_s,
-                        const partd_cancel *cancel, uint8_t *policy, int *feasible);
+                        const partd_solver_env *env, uint8_t *policy, int *feasible);
 
 #endif

@@ -171,3 +171,38 @@ def test_output_that_cannot_be_written_is_exit_1_and_leaves_nothing(request_file
     r = run(["plan", str(request_file), "-o", str(tmp_path)])  # a directory
     assert r.returncode == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["request.json"]
+
+
+GPT2_SAC = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "gpt2-sac", "request.json")
+
+
+def plan_gpt2_sac(tmp_path, budget, **sac):
+    request = json.load(open(GPT2_SAC))
+    request["options"]["sac"].update(memory_budget_bytes=budget, **sac)
+    path = tmp_path / f"gpt2-sac-{budget}.json"
+    path.write_text(json.dumps(request))
+    return run(["plan", str(path)])
+
+
+@pytest.mark.parametrize("sac", [{}, {"frontier_points": 4}])
+def test_sac_budget_below_the_least_peak_exits_3(tmp_path, sac):
+    r = plan_gpt2_sac(tmp_path, 1000, **sac)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout == b""
+    problem = json.loads(r.stderr)
+    assert problem["type"] == "urn:partd:problem:infeasible"
+    assert problem["status"] == 422
+    assert problem["budget_bytes"] == 1000
+    least = problem["min_peak_memory_bytes"]
+    assert 1000 < least < problem["baseline_peak_memory_bytes"]
+    assert problem["errors"][0]["pointer"] == "/options/sac/memory_budget_bytes"
+
+    # the least peak is the boundary: one byte less fails, the least peak plans
+    below = plan_gpt2_sac(tmp_path, least - 1, **sac)
+    assert below.returncode == 3
+    assert json.loads(below.stderr)["min_peak_memory_bytes"] == least
+    at = plan_gpt2_sac(tmp_path, least, **sac)
+    assert at.returncode == 0, at.stderr
+    result = json.loads(at.stdout)["sac"]
+    assert result["status"] in ("optimal", "feasible")
+    assert result["peak_memory_bytes"] <= least

@@ -1,4 +1,6 @@
 """The job engine: cancel, queue limit, timeouts, shared runs, concurrency."""
+import json
+import os
 import threading
 
 from conftest import chain_request, plan_offline
@@ -116,3 +118,36 @@ def test_fifty_concurrent_submissions_complete_correctly(daemon, tmp_path):
         assert body == plan_offline(docs[i], tmp_path), i
     assert daemon.metric("partd_jobs_submitted_total") == 50
     assert daemon.metric("partd_jobs_finished_total", 'status="succeeded"') == 50
+
+
+GPT2_SAC = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "gpt2-sac", "request.json")
+
+
+def test_sac_budget_below_the_least_peak_fails_the_job(make_daemon, tmp_path):
+    """An infeasible SAC budget is a failed job whose problem document says
+    the least peak; the daemon then plans a fitting budget as `partd plan`."""
+    d = make_daemon("--workers", "2")
+    with open(GPT2_SAC) as f:
+        request = json.load(f)
+    request["options"]["sac"]["memory_budget_bytes"] = 1000
+    r = d.post_job(request)
+    assert r.status == 202, r
+    job = d.wait_job(r.json()["id"])
+    assert job["status"] == "failed", job
+    error = job["error"]
+    assert error["type"] == "urn:partd:problem:infeasible"
+    assert error["status"] == 422
+    least = error["min_peak_memory_bytes"]
+    assert 1000 < least < error["baseline_peak_memory_bytes"]
+    assert error["budget_bytes"] == 1000
+    res = d.get(f"/v1/jobs/{job['id']}/result")
+    assert res.header("Content-Type") == "application/problem+json"
+    assert res.json()["min_peak_memory_bytes"] == least
+
+    request["options"]["sac"]["memory_budget_bytes"] = least
+    r = d.post_job(request)
+    assert r.status == 202, r
+    job = d.wait_job(r.json()["id"])
+    assert job["status"] == "succeeded", job
+    body = d.get(f"/v1/jobs/{job['id']}/result").body
+    assert body == plan_offline(request, tmp_path)

@@ -72,4 +72,7 @@ def test_sac_statuses_match_the_contract():
     used = set()
     for e in schema_enums("result.json", "status"):
         used |= set(e)
-    assert used == names
+    # "infeasible" is the planner's own state: it fails the plan (a problem
+    # document with min_peak_memory_bytes) and never reaches a result.
+    assert "infeasible" in names
+    assert used == names - {"infeasible"}

@@ -289,6 +289,20 @@ def test_infeasible_problem_validates(validator, partd_plan_bin):
     assert _errors(validator, "problem", problem) == []
 
 
+def test_infeasible_sac_budget_problem_validates(validator, partd_plan_bin):
+    """A SAC budget below the least peak fails with a problem carrying
+    min_peak_memory_bytes (an extension member the schema lists)."""
+    with open(os.path.join(EXAMPLES, "gpt2-sac", "request.json")) as f:
+        request = json.load(f)
+    request["options"]["sac"]["memory_budget_bytes"] = 1
+    status, result, problem, stderr = run_plan(partd_plan_bin, request)
+    assert status == 3, stderr
+    assert result is None
+    assert _errors(validator, "problem", problem) == []
+    assert problem["type"] == "urn:partd:problem:infeasible"
+    assert problem["min_peak_memory_bytes"] > 1
+
+
 def test_result_of_a_real_plan_validates(validator, partd_plan_bin):
     status, result, _, stderr = run_plan(partd_plan_bin, TINY_REQUEST)
     assert status == 0, stderr
