@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_training.h"
 #include "partd.h"
 
 #define DUMP_FLAGS (JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17))
@@ -165,12 +166,19 @@ static void w_real(digest_writer *w, double x)
     w_lit(w, tmp);
 }
 
-/* Keys in sorted order: inputs, latency_ms, mem_latency_ms, module, name, op,
+/* Keys in sorted order: backward_ms (only when given, so that graphs
+ * without it keep their v1 hash), inputs, latency_ms, mem_latency_ms, module, name, op,
  * output_bytes, param_bytes, params, target. */
 static void w_node(digest_writer *w, const partd_request *r, uint32_t p)
 {
     const partd_graph *g = &r->graph;
-    w_lit(w, "{\"inputs\":[");
+    if (g->has_backward[p]) {
+        w_lit(w, "{\"backward_ms\":");
+        w_real(w, g->backward_ms[p]);
+        w_lit(w, ",\"inputs\":[");
+    } else {
+        w_lit(w, "{\"inputs\":[");
+    }
     for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
         if (k > g->in_off[p])
             w_raw(w, ",", 1);
@@ -264,9 +272,23 @@ static json_t *name_list(const partd_request *r, const uint32_t *ids, uint32_t n
     return a;
 }
 
+/* stages "auto" and unit_depth null (automatic) when not given. */
+static json_t *canonical_training(const partd_training_options *t)
+{
+    return json_pack("{s:s, s:I, s:o, s:s, s:s, s:o, s:f, s:f}",
+                     "schedule", partd_training_schedule_names[t->schedule],
+                     "microbatches", (json_int_t)t->microbatches,
+                     "stages", t->stages ? json_integer(t->stages) : json_string("auto"),
+                     "device_order", partd_device_order_names[t->device_order_auto ? 1 : 0],
+                     "checkpoint", partd_checkpoint_names[t->checkpoint],
+                     "unit_depth", t->unit_depth ? json_integer(t->unit_depth) : json_null(),
+                     "backward_factor", t->backward_factor,
+                     "param_factor", t->param_factor);
+}
+
 static json_t *canonical_options(const partd_request *r)
 {
-    static const char *const modes[] = {"pipeline", "size_based"};
+    static const char *const modes[] = {"pipeline", "size_based", "training"};
     static const char *const balance[] = {"time", "memory", "params", "uniform"};
     static const char *const schedules[] = {"inference", "gpipe", "1f1b"};
     const partd_options *o = &r->options;
@@ -294,9 +316,13 @@ static json_t *canonical_options(const partd_request *r)
                         "relative_gap", o->sac.relative_gap,
                         "frontier_points", (json_int_t)o->sac.frontier_points);
     }
-    return json_pack("{s:s, s:f, s:o, s:o}", "mode", modes[o->mode],
-                     "transfer_bytes_per_sec", o->transfer_bytes_per_sec,
-                     "pipeline", pipe, "sac", sac);
+    json_t *doc = json_pack("{s:s, s:f, s:o, s:o}", "mode", modes[o->mode],
+                            "transfer_bytes_per_sec", o->transfer_bytes_per_sec,
+                            "pipeline", pipe, "sac", sac);
+    /* Only in training mode: every other request keeps its v1 cache_key. */
+    if (doc && o->mode == PARTD_MODE_TRAINING)
+        json_object_set_new(doc, "training", canonical_training(&o->training));
+    return doc;
 }
 
 static int hash_cache_key(const partd_request *r, char out[72])

@@ -57,6 +57,8 @@ typedef struct partd_graph {
     int64_t *param_bytes;      /* `param_bytes`, or the sum of `params[].bytes` */
     double *latency_ms;
     double *mem_latency_ms;
+    double *backward_ms;       /* `backward_ms`, valid where has_backward */
+    uint8_t *has_backward;     /* 1 when the node gave `backward_ms` */
     uint8_t *has_params;       /* 1 when the node gave a `params` list */
 
     /* Inputs: in_idx[in_off[i] .. in_off[i+1]) are the nodes node i reads,
@@ -84,7 +86,8 @@ typedef struct partd_device {
 
 typedef enum partd_mode {
     PARTD_MODE_PIPELINE = 0,
-    PARTD_MODE_SIZE_BASED
+    PARTD_MODE_SIZE_BASED,
+    PARTD_MODE_TRAINING
 } partd_mode;
 
 typedef enum partd_balance_by {
@@ -124,11 +127,31 @@ typedef struct partd_sac_options {
     uint32_t frontier_points;  /* 0 = none, else 2..100 */
 } partd_sac_options;
 
+typedef enum partd_checkpoint {
+    PARTD_CHECKPOINT_NEVER = 0,
+    PARTD_CHECKPOINT_ALWAYS,
+    PARTD_CHECKPOINT_EXCEPT_LAST,
+    PARTD_CHECKPOINT_AUTO
+} partd_checkpoint;
+
+/* options.training (contract, "Training mode"); defaults filled in. */
+typedef struct partd_training_options {
+    partd_schedule schedule;   /* GPIPE or 1F1B */
+    uint32_t microbatches;     /* resolved: default number of devices */
+    uint32_t stages;           /* 0 = auto */
+    int device_order_auto;     /* 0 = given */
+    partd_checkpoint checkpoint;
+    uint32_t unit_depth;       /* 0 = automatic */
+    double backward_factor;    /* > 0 */
+    double param_factor;       /* > 0 */
+} partd_training_options;
+
 typedef struct partd_options {
     partd_mode mode;
     double transfer_bytes_per_sec; /* > 0 */
     partd_pipeline_options pipeline;
     partd_sac_options sac;
+    partd_training_options training;
 } partd_options;
 
 struct partd_modules; /* modules.h: graph.modules, owned by the SAC unit */
