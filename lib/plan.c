@@ -11,6 +11,7 @@
 #include "pipeline.h"
 #include "sac.h"
 #include "size_based.h"
+#include "training.h"
 
 /* ---- allocation ---------------------------------------------------------- */
 
@@ -51,6 +52,7 @@ void partd_plan_free(partd_plan *plan)
         free(plan->tied[i].parts);
     free(plan->tied);
     partd_sac_result_free(plan->sac);
+    partd_training_result_free(plan->training);
     free(plan);
 }
 
@@ -284,6 +286,8 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
         return partd_size_based(req, cancel, out, problem);
     case PARTD_MODE_PIPELINE:
         return partd_pipeline(req, cancel, out, problem);
+    case PARTD_MODE_TRAINING:
+        return partd_training(req, cancel, out, problem);
     default:
         break;
     }

@@ -1,7 +1,8 @@
 /*
  * plan.h - the planner's answer, independent of JSON.
  *
- * partd_plan_run() dispatches on options.mode (size_based.h, pipeline.h),
+ * partd_plan_run() dispatches on options.mode (size_based.h, pipeline.h,
+ * training.h),
  * then runs the SAC planner (sac.h) when options.sac is present, and fills
  * the partitions' inputs/outputs/parents/children and the summary.
  *
@@ -59,6 +60,7 @@ typedef struct partd_summary {
 } partd_summary;
 
 struct partd_sac_result; /* sac.h */
+struct partd_training_result; /* training.h */
 
 typedef struct partd_plan {
     partd_mode mode;
@@ -71,6 +73,7 @@ typedef struct partd_plan {
     partd_tied *tied;
     partd_summary summary;
     struct partd_sac_result *sac; /* NULL unless options.sac */
+    struct partd_training_result *training; /* mode training only */
 } partd_plan;
 
 int partd_plan_run(const partd_request *req, const partd_cancel *cancel,

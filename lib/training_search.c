@@ -1,0 +1,321 @@
+/*
+ * training_search.c - the exact search over stage counts, device orders and
+ * splits of the training planner; see training_search.h.
+ *
+ * step = sum of stage times + (M - 1) * largest stage time. For a bound B on
+ * the largest time, a DP gives the least sum over plans whose every stage
+ * takes at most B; the optimum is the least DP(B) + (M - 1) * B over the
+ * distinct stage times B (at the optimal plan's own bottleneck the DP finds
+ * a plan at least as good). B rises until (M - 1) * B + DP(no bound) reaches
+ * the best step found: no larger B can do better (Alpa's inter-operator DP
+ * stops the same way).
+ *
+ * The DP runs from the last unit backwards, so that a stage knows how many
+ * stages follow it (1f1b's k = min(M, stages from the end)):
+ *   - device_order auto: state (first unit a, stages used per device class);
+ *     the stage starting at a takes one device of a class;
+ *   - device_order given: for each stage count S, state (a, stages left q);
+ *     the stage runs on devices[S - q].
+ * In shortfall mode (no plan fits) the same DP minimises the largest memory
+ * shortfall instead, with no bound.
+ */
+#include "training_search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partd.h"
+
+/* DP states (units + 1) x (count vectors) beyond this are a search limit. */
+#define TR_MAX_STATES (UINT64_C(1) << 26)
+
+typedef struct dp {
+    const tr_model *md;
+    int max_mode;              /* shortfall: combine with max, no bound */
+    double bound;
+    uint32_t Q;                /* count vectors (auto) or stages + 1 (given) */
+    uint32_t *radix, *cap;     /* per class (auto) */
+    uint32_t *qsum;            /* stages in a count vector */
+    double *f;                 /* (n_units + 1) * Q */
+    uint32_t *pick_b, *pick_j; /* recorded choices, or NULL */
+} dp;
+
+static inline double combine(const dp *d, double t, double g)
+{
+    return d->max_mode ? (t > g ? t : g) : t + g;
+}
+
+/* Best stage [a, b) + rest on class cls, k in flight, over b. */
+static void relax(const dp *d, uint32_t a, uint32_t cls, uint32_t k, uint32_t next_state,
+                  uint32_t state_here, uint32_t j_here, double *best)
+{
+    const tr_model *md = d->md;
+    uint32_t ki = tr_kidx(md, k), Q = d->Q;
+    double speed_m = md->cls_speed[cls] * md->M;
+    for (uint32_t b = a + 1; b <= a + md->len[a]; b++) {
+        if (!d->max_mode && (md->fb_prefix[b] - md->fb_prefix[a]) / speed_m > d->bound)
+            break; /* forward + backward alone only grow with b */
+        double t = *tr_cell(md, a, b, cls, ki);
+        if (!(t <= d->bound))
+            continue;
+        double g = d->f[(size_t)b * Q + next_state];
+        if (isinf(g))
+            continue;
+        double v = combine(d, t, g);
+        if (v < *best) {
+            *best = v;
+            if (d->pick_b) {
+                d->pick_b[(size_t)a * Q + state_here] = b;
+                d->pick_j[(size_t)a * Q + state_here] = j_here;
+            }
+        }
+    }
+}
+
+/* ---- device_order auto ------------------------------------------------------ */
+
+static void run_auto(dp *d)
+{
+    const tr_model *md = d->md;
+    uint32_t n = md->n_units, Q = d->Q;
+    for (uint32_t s = 0; s < Q; s++)
+        d->f[(size_t)n * Q + s] = s == 0 ? 0.0 : INFINITY;
+    for (uint32_t a = n; a-- > 0;) {
+        for (uint32_t s = 0; s < Q; s++) {
+            double best = INFINITY;
+            uint32_t q = d->qsum[s];
+            if (s != 0 && q <= n - a && q <= md->max_stages) {
+                uint32_t k = tr_k(md, q);
+                for (uint32_t j = 0; j < md->n_classes; j++)
+                    if ((s / d->radix[j]) % (d->cap[j] + 1) > 0)
+                        relax(d, a, j, k, s - d->radix[j], s, j, &best);
+            }
+            d->f[(size_t)a * Q + s] = best;
+        }
+    }
+}
+
+/* ---- device_order given ----------------------------------------------------- */
+
+static void run_given(dp *d, uint32_t S)
+{
+    const tr_model *md = d->md;
+    uint32_t n = md->n_units, Q = d->Q;
+    for (uint32_t q = 0; q <= S; q++)
+        d->f[(size_t)n * Q + q] = q == 0 ? 0.0 : INFINITY;
+    for (uint32_t a = n; a-- > 0;) {
+        d->f[(size_t)a * Q] = INFINITY;
+        for (uint32_t q = 1; q <= S; q++) {
+            double best = INFINITY;
+            if (q <= n - a)
+                relax(d, a, md->dev_class[S - q], tr_k(md, q), q - 1, q, 0, &best);
+            d->f[(size_t)a * Q + q] = best;
+        }
+    }
+}
+
+/* ---- driving ---------------------------------------------------------------- */
+
+static int dp_init(dp *d, const tr_model *md, int record)
+{
+    memset(d, 0, sizeof *d);
+    d->md = md;
+    uint64_t Q = 1;
+    if (md->opt->device_order_auto) {
+        d->radix = malloc(md->n_classes * sizeof *d->radix);
+        d->cap = malloc(md->n_classes * sizeof *d->cap);
+        if (!d->radix || !d->cap)
+            return PARTD_ENOMEM;
+        for (uint32_t j = 0; j < md->n_classes; j++) {
+            d->cap[j] = md->cls_count[j] < md->max_stages ? md->cls_count[j] : md->max_stages;
+            d->radix[j] = (uint32_t)Q;
+            Q *= d->cap[j] + 1;
+            if (Q * (md->n_units + 1) > TR_MAX_STATES)
+                return PARTD_ETOOBIG;
+        }
+    } else {
+        Q = md->max_stages + 1;
+    }
+    d->Q = (uint32_t)Q;
+    size_t cells = (size_t)(md->n_units + 1) * Q;
+    if (cells > TR_MAX_STATES)
+        return PARTD_ETOOBIG;
+    d->f = malloc(cells * sizeof *d->f);
+    d->qsum = calloc(Q, sizeof *d->qsum);
+    if (!d->f || !d->qsum)
+        return PARTD_ENOMEM;
+    if (md->opt->device_order_auto)
+        for (uint32_t s = 0; s < Q; s++)
+            for (uint32_t j = 0; j < md->n_classes; j++)
+                d->qsum[s] += (s / d->radix[j]) % (d->cap[j] + 1);
+    if (record) {
+        d->pick_b = calloc(cells, sizeof *d->pick_b);
+        d->pick_j = calloc(cells, sizeof *d->pick_j);
+        if (!d->pick_b || !d->pick_j)
+            return PARTD_ENOMEM;
+    }
+    return PARTD_OK;
+}
+
+static void dp_free(dp *d)
+{
+    free(d->radix);
+    free(d->cap);
+    free(d->qsum);
+    free(d->f);
+    free(d->pick_b);
+    free(d->pick_j);
+}
+
+/* One DP at the current bound: the best final value (sum, or max), with its
+ * final state and stage count; INFINITY when no plan. */
+typedef struct final {
+    double value;
+    uint32_t state, S;
+} final;
+
+static final solve(dp *d)
+{
+    const tr_model *md = d->md;
+    final best = {INFINITY, 0, 0};
+    uint32_t fixed = md->opt->stages;
+    if (md->opt->device_order_auto) {
+        run_auto(d);
+        for (uint32_t s = 1; s < d->Q; s++) {
+            double v = d->f[s];
+            if ((fixed && d->qsum[s] != fixed) || !(v < best.value))
+                continue;
+            best = (final){v, s, d->qsum[s]};
+        }
+        return best;
+    }
+    for (uint32_t S = fixed ? fixed : 1; S <= (fixed ? fixed : md->max_stages); S++) {
+        run_given(d, S);
+        double v = d->f[S];
+        if (v < best.value)
+            best = (final){v, S, S};
+    }
+    /* The picks are those of the last S run: run the best one again. */
+    if (d->pick_b && best.S && best.S != (fixed ? fixed : md->max_stages))
+        run_given(d, best.S);
+    return best;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The distinct finite stage times, ascending. */
+static int candidate_bounds(const tr_model *md, double **out, size_t *n_out)
+{
+    size_t cells = (size_t)md->n_ranges * md->n_classes * md->n_k, n = 0;
+    double *v = malloc((cells ? cells : 1) * sizeof *v);
+    if (!v)
+        return PARTD_ENOMEM;
+    for (size_t i = 0; i < cells; i++)
+        if (isfinite(md->table[i]))
+            v[n++] = md->table[i];
+    qsort(v, n, sizeof *v, cmp_double);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || v[i] != v[u - 1])
+            v[u++] = v[i];
+    *out = v;
+    *n_out = u;
+    return PARTD_OK;
+}
+
+/* Reads the recorded plan of final state f into sol. */
+static int extract(const dp *d, final f, tr_solution *sol)
+{
+    const tr_model *md = d->md;
+    sol->stages = malloc(f.S * sizeof *sol->stages);
+    uint32_t *next_dev = calloc(md->n_classes, sizeof *next_dev);
+    if (!sol->stages || !next_dev) {
+        free(next_dev);
+        return PARTD_ENOMEM;
+    }
+    sol->S = f.S;
+    uint32_t a = 0, s = f.state;
+    for (uint32_t p = 0; p < f.S; p++) {
+        uint32_t q = f.S - p, cls, b = d->pick_b[(size_t)a * d->Q + s];
+        uint32_t dev;
+        if (md->opt->device_order_auto) {
+            cls = d->pick_j[(size_t)a * d->Q + s];
+            /* The class's devices in list order, by pipeline position. */
+            uint32_t seen = 0;
+            for (dev = 0; dev < md->req->n_devices; dev++)
+                if (md->dev_class[dev] == cls && seen++ == next_dev[cls])
+                    break;
+            next_dev[cls]++;
+            s -= d->radix[cls];
+        } else {
+            dev = p;
+            cls = md->dev_class[dev];
+            s = q - 1;
+        }
+        sol->stages[p] = (tr_pick){a, b, cls, dev, tr_k(md, q)};
+        a = b;
+    }
+    free(next_dev);
+    return a == md->n_units ? PARTD_OK : PARTD_EINTERNAL;
+}
+
+int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
+{
+    dp d;
+    double *cands = NULL;
+    size_t n_cands = 0;
+    memset(sol, 0, sizeof *sol);
+    int rc = dp_init(&d, md, 0);
+    if (rc != PARTD_OK)
+        goto out;
+    d.max_mode = md->shortfall;
+    d.bound = INFINITY;
+    final free_best = solve(&d);
+    if (isinf(free_best.value))
+        goto out; /* sol->found = 0 */
+    double best_bound = INFINITY, best_step = INFINITY;
+    double Mm1 = (double)md->M - 1;
+    if (!md->shortfall && md->M > 1) {
+        if ((rc = candidate_bounds(md, &cands, &n_cands)) != PARTD_OK)
+            goto out;
+        for (size_t i = 0; i < n_cands; i++) {
+            double B = cands[i];
+            if (Mm1 * B + free_best.value >= best_step)
+                break;
+            if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
+                goto out;
+            d.bound = B;
+            final f = solve(&d);
+            if (!isinf(f.value) && f.value + Mm1 * B < best_step) {
+                best_step = f.value + Mm1 * B;
+                best_bound = B;
+            }
+        }
+    }
+    /* Record the chosen DP once more. */
+    dp rec;
+    rc = dp_init(&rec, md, 1);
+    if (rc == PARTD_OK) {
+        rec.max_mode = md->shortfall;
+        rec.bound = best_bound;
+        final f = solve(&rec);
+        rc = isinf(f.value) ? PARTD_EINTERNAL : extract(&rec, f, sol);
+        sol->found = rc == PARTD_OK;
+    }
+    dp_free(&rec);
+out:
+    free(cands);
+    dp_free(&d);
+    return rc;
+}
+
+void tr_solution_free(tr_solution *sol)
+{
+    free(sol->stages);
+    memset(sol, 0, sizeof *sol);
+}

@@ -1,0 +1,584 @@
+/*
+ * training_stage.c - the figures of every candidate stage and its best
+ * checkpoint set; see training_model.h.
+ *
+ * Ranges [a, b) are visited with a fixed and b growing, so every figure
+ * moves incrementally: received bytes and parameters through the pipeline
+ * window, sent bytes and each unit's kept bytes through the operations whose
+ * last reader / first reader outside their unit the new unit holds.
+ *
+ * Checkpoint sets (`auto`). A unit u of the stage checkpointed discards d_u
+ * bytes and costs its forward time F_u again. With transient term T = the
+ * largest d_u in X, memory is decreasing in D = sum of d_u over X and the
+ * time increasing in R = sum of F_u. For each threshold T (the distinct
+ * d_u, ascending), the exact Pareto frontier of (R, D) over subsets of the
+ * units with d_u <= T answers "least R such that the memory with transient
+ * T fits": counting T for a set whose largest d_u is smaller only
+ * overestimates its memory, and that set is counted exactly at its own
+ * threshold, so the minimum over thresholds is the exact optimum. Units with
+ * the same (F_u, d_u) form one class merged at once (j of c copies), so a
+ * stack of identical blocks keeps the frontier at c + 1 points.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partd.h"
+#include "training_model.h"
+
+/* More frontier points than this is a search limit (distinct units by the
+ * hundred in one stage), reported instead of running out of memory. */
+#define TR_MAX_FRONTIER (1u << 20)
+
+typedef struct item {
+    int64_t d;
+    double F;
+    uint32_t unit;
+} item;
+
+typedef struct cand {
+    double R;
+    int64_t D;
+    uint32_t parent, j;
+} cand;
+
+typedef struct frontier {
+    double *R;
+    int64_t *D;
+    uint32_t n, cap;
+    cand *c;
+    size_t c_cap;
+    /* Recording (tr_stage_choose): per merge step, each point's parent and
+     * copies taken, so a point's set can be rebuilt. */
+    int record;
+    uint32_t n_steps;
+    uint32_t **parent, **take;
+    uint32_t *step_first;      /* first item of the step's class */
+} frontier;
+
+/* Per fixed a: everything that moves with b. */
+typedef struct iter {
+    const tr_model *md;
+    uint32_t a, b;
+    pl_window w;
+    tr_range rg;
+    int64_t *kept;             /* per unit (index u - a) */
+    item *items;
+    frontier fr;
+} iter;
+
+uint32_t tr_checkpointed_microbatches(const tr_model *md)
+{
+    switch (md->opt->checkpoint) {
+    case PARTD_CHECKPOINT_NEVER: return 0;
+    case PARTD_CHECKPOINT_EXCEPT_LAST: return md->M - 1;
+    default: return md->M;
+    }
+}
+
+int64_t tr_stage_memory(const tr_model *md, const tr_range *rg, const tr_ckpt *x, uint32_t k)
+{
+    int64_t M = md->M, c = tr_checkpointed_microbatches(md);
+    int64_t kk = k, kc = kk - (kk < M - c ? kk : M - c);
+    int64_t kept = x->any ? rg->act - x->discarded : rg->act;
+    int64_t N = kk * rg->in + kc * kept + (kk - kc) * rg->act + (kc > 0 && x->any ? x->transient : 0);
+    double P = md->opt->param_factor * (double)rg->params;
+    return N / M + (int64_t)ceil(P + (double)(N % M) / (double)M);
+}
+
+double tr_stage_time(const tr_model *md, const tr_range *rg, const tr_ckpt *x, double speed)
+{
+    double M = md->M, c = tr_checkpointed_microbatches(md);
+    double rec = x->any ? c / M * (x->recompute / speed) / M : 0.0;
+    return rg->fwd / speed / M + rg->bwd / speed / M + rec + rg->comm_ms / M;
+}
+
+/* ---- the per-a iteration ---------------------------------------------------- */
+
+static void iter_start(iter *it, uint32_t a)
+{
+    const tr_model *md = it->md;
+    it->a = it->b = a;
+    it->w = (pl_window){0, 0, 0, 0};
+    pl_window_move(&md->pl, &it->w, md->units[a].lo, md->units[a].lo);
+    memset(&it->rg, 0, sizeof it->rg);
+    it->rg.a = it->rg.b = a;
+}
+
+/* [a, b) -> [a, b + 1). */
+static void iter_next(iter *it)
+{
+    const tr_model *md = it->md;
+    const int64_t *bytes = md->req->graph.output_bytes;
+    const uint32_t *node = md->pl.op_node;
+    const tr_unit *nu = &md->units[it->b];
+    int32_t lo = md->units[it->a].lo, e0 = nu->lo, e1 = nu->hi;
+    tr_range *rg = &it->rg;
+    pl_window_move(&md->pl, &it->w, lo, e1);
+    rg->fwd += nu->fwd;
+    rg->bwd += nu->bwd;
+    rg->act += nu->act;
+    it->kept[it->b - it->a] = 0;
+    for (int32_t r = e0; r < e1; r++) {
+        if (md->last_user[r] >= e1)
+            rg->out += bytes[node[r]];
+        for (uint32_t k = md->lu_off[r]; k < md->lu_off[r + 1]; k++) {
+            int32_t q = (int32_t)md->lu_idx[k];
+            if (q >= lo && q < e0)
+                rg->out -= bytes[node[q]];
+        }
+        for (uint32_t k = md->no_off[r]; k < md->no_off[r + 1]; k++) {
+            int32_t q = (int32_t)md->no_idx[k];
+            if (q >= lo)
+                it->kept[md->unit_of[q] - it->a] += bytes[node[q]];
+        }
+    }
+    it->b++;
+    rg->b = it->b;
+    rg->in = it->w.r;
+    rg->params = it->w.p + md->pl.own_param[e1] - md->pl.own_param[lo];
+    rg->comm_ms = md->pl.ms_per_byte * (double)(rg->in + rg->out);
+}
+
+/* ---- the frontier ----------------------------------------------------------- */
+
+static int cmp_item(const void *x, const void *y)
+{
+    const item *p = x, *q = y;
+    if (p->d != q->d)
+        return p->d < q->d ? -1 : 1;
+    if (p->F != q->F)
+        return p->F < q->F ? -1 : 1;
+    return p->unit < q->unit ? -1 : p->unit > q->unit;
+}
+
+static int cmp_cand(const void *x, const void *y)
+{
+    const cand *p = x, *q = y;
+    if (p->D != q->D)
+        return p->D > q->D ? -1 : 1;
+    if (p->R != q->R)
+        return p->R < q->R ? -1 : 1;
+    if (p->parent != q->parent)
+        return p->parent < q->parent ? -1 : 1;
+    return p->j < q->j ? -1 : p->j > q->j;
+}
+
+static void frontier_reset(frontier *fr)
+{
+    for (uint32_t s = 0; s < fr->n_steps; s++) {
+        free(fr->parent[s]);
+        free(fr->take[s]);
+    }
+    fr->n_steps = 0;
+    fr->n = 1;
+    fr->R[0] = 0;
+    fr->D[0] = 0;
+}
+
+static void frontier_free(frontier *fr)
+{
+    for (uint32_t st = 0; st < fr->n_steps; st++) {
+        free(fr->parent[st]);
+        free(fr->take[st]);
+    }
+    free(fr->R);
+    free(fr->D);
+    free(fr->c);
+    free(fr->parent);
+    free(fr->take);
+    free(fr->step_first);
+}
+
+/* Adds a class of c copies of (F, d): the Pareto points (least R for more
+ * D) of the old points plus 0..c copies. */
+static int frontier_merge(frontier *fr, double F, int64_t d, uint32_t c, uint32_t first)
+{
+    size_t n = (size_t)fr->n * (c + 1);
+    if (n > TR_MAX_FRONTIER)
+        return PARTD_ETOOBIG;
+    if (n > fr->c_cap) {
+        cand *nc = realloc(fr->c, n * sizeof *nc);
+        if (!nc)
+            return PARTD_ENOMEM;
+        fr->c = nc;
+        fr->c_cap = n;
+    }
+    size_t k = 0;
+    for (uint32_t i = 0; i < fr->n; i++)
+        for (uint32_t j = 0; j <= c; j++)
+            fr->c[k++] = (cand){fr->R[i] + (double)j * F, fr->D[i] + (int64_t)j * d, i, j};
+    qsort(fr->c, n, sizeof *fr->c, cmp_cand);
+    uint32_t kept = 0;
+    double best = INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (fr->c[i].R < best) {
+            best = fr->c[i].R;
+            fr->c[kept++] = fr->c[i];
+        }
+    if (kept > fr->cap) {
+        double *R = realloc(fr->R, kept * sizeof *R);
+        if (R)
+            fr->R = R;
+        int64_t *D = realloc(fr->D, kept * sizeof *D);
+        if (D)
+            fr->D = D;
+        if (!R || !D)
+            return PARTD_ENOMEM;
+        fr->cap = kept;
+    }
+    uint32_t *par = NULL, *take = NULL;
+    if (fr->record) {
+        par = malloc(kept * sizeof *par);
+        take = malloc(kept * sizeof *take);
+        if (!par || !take) {
+            free(par);
+            free(take);
+            return PARTD_ENOMEM;
+        }
+        fr->parent[fr->n_steps] = par;
+        fr->take[fr->n_steps] = take;
+        fr->step_first[fr->n_steps++] = first;
+    }
+    /* Ascending D (and R). */
+    for (uint32_t i = 0; i < kept; i++) {
+        const cand *x = &fr->c[kept - 1 - i];
+        fr->R[i] = x->R;
+        fr->D[i] = x->D;
+        if (par) {
+            par[i] = x->parent;
+            take[i] = x->j;
+        }
+    }
+    fr->n = kept;
+    return PARTD_OK;
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+/* The checkpoint set of frontier point i at threshold T. */
+static tr_ckpt point_set(const frontier *fr, uint32_t i, int64_t T)
+{
+    return (tr_ckpt){fr->D[i] > 0 || fr->R[i] > 0, fr->D[i], T, fr->R[i]};
+}
+
+/* Least-time point of the frontier at threshold T that fits class cls with
+ * k in flight: the first point (ascending D) whose memory fits, memory
+ * falling as D grows. UINT32_MAX when none. */
+static uint32_t first_fit(const tr_model *md, const frontier *fr, const tr_range *rg,
+                          int64_t T, uint32_t cls, uint32_t k)
+{
+    uint32_t lo = 0, hi = fr->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        tr_ckpt x = point_set(fr, mid, T);
+        if (tr_stage_memory(md, rg, &x, k) <= md->cls_mem[cls])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo < fr->n ? lo : UINT32_MAX;
+}
+
+/* One (class, k) answer during a scan over thresholds. */
+typedef struct best {
+    double value;              /* time, or shortfall */
+    int64_t T;
+    uint32_t point, steps;     /* frontier point and merge steps done then */
+    int empty;
+} best;
+
+static void consider(const tr_model *md, const frontier *fr, const tr_range *rg, int64_t T,
+                     uint32_t cls, uint32_t k, int shortfall, best *bs)
+{
+    tr_ckpt x;
+    uint32_t i;
+    if (shortfall) {
+        i = fr->n - 1; /* most discarded */
+        x = point_set(fr, i, T);
+        double v = (double)tr_stage_memory(md, rg, &x, k) - (double)md->cls_mem[cls];
+        if (v < bs->value)
+            *bs = (best){v, T, i, fr->n_steps, 0};
+        return;
+    }
+    i = first_fit(md, fr, rg, T, cls, k);
+    if (i == UINT32_MAX)
+        return;
+    x = point_set(fr, i, T);
+    double t = tr_stage_time(md, rg, &x, md->cls_speed[cls]);
+    if (t < bs->value)
+        *bs = (best){t, T, i, fr->n_steps, 0};
+}
+
+/* The fixed checkpoint sets of never / always / except_last. */
+static tr_ckpt fixed_set(const tr_model *md, const tr_range *rg)
+{
+    if (md->opt->checkpoint == PARTD_CHECKPOINT_NEVER)
+        return (tr_ckpt){0, 0, 0, 0};
+    return (tr_ckpt){1, rg->act, rg->act, rg->fwd};
+}
+
+static double fixed_value(const tr_model *md, const tr_range *rg, uint32_t cls, uint32_t k,
+                          int shortfall)
+{
+    tr_ckpt x = fixed_set(md, rg);
+    int64_t mem = tr_stage_memory(md, rg, &x, k);
+    if (shortfall)
+        return (double)mem - (double)md->cls_mem[cls];
+    return mem <= md->cls_mem[cls] ? tr_stage_time(md, rg, &x, md->cls_speed[cls]) : INFINITY;
+}
+
+/* Scans the thresholds of the current range for every (class, k) in
+ * want[0..n_want) (kidx order), or for one when `one` is set. */
+static int scan(iter *it, int shortfall, best *bs, uint32_t n_cls, const uint32_t *cls_of,
+                const uint32_t *k_of)
+{
+    const tr_model *md = it->md;
+    frontier *fr = &it->fr;
+    uint32_t n = it->b - it->a;
+    for (uint32_t u = 0; u < n; u++) {
+        const tr_unit *un = &md->units[it->a + u];
+        it->items[u] = (item){un->act - it->kept[u], un->fwd, it->a + u};
+    }
+    qsort(it->items, n, sizeof *it->items, cmp_item);
+    frontier_reset(fr);
+    for (uint32_t q = 0; q < n_cls; q++) {
+        tr_ckpt none = {0, 0, 0, 0};
+        double v;
+        if (shortfall)
+            v = (double)tr_stage_memory(md, &it->rg, &none, k_of[q]) -
+                (double)md->cls_mem[cls_of[q]];
+        else
+            v = tr_stage_memory(md, &it->rg, &none, k_of[q]) <= md->cls_mem[cls_of[q]]
+                    ? tr_stage_time(md, &it->rg, &none, md->cls_speed[cls_of[q]])
+                    : INFINITY;
+        bs[q] = (best){v, 0, 0, 0, 1};
+    }
+    for (uint32_t i = 0; i < n;) {
+        int64_t T = it->items[i].d;
+        while (i < n && it->items[i].d == T) {
+            uint32_t j = i;
+            while (j < n && it->items[j].d == T && it->items[j].F == it->items[i].F)
+                j++;
+            if (T > 0) {
+                int rc = frontier_merge(fr, it->items[i].F, T, j - i, i);
+                if (rc != PARTD_OK)
+                    return rc;
+            }
+            i = j;
+        }
+        if (T > 0)
+            for (uint32_t q = 0; q < n_cls; q++)
+                consider(md, fr, &it->rg, T, cls_of[q], k_of[q], shortfall, &bs[q]);
+    }
+    return PARTD_OK;
+}
+
+static int iter_init(iter *it, const tr_model *md, int record)
+{
+    memset(it, 0, sizeof *it);
+    it->md = md;
+    uint32_t n = md->n_units ? md->n_units : 1;
+    it->kept = malloc(n * sizeof *it->kept);
+    it->items = malloc(n * sizeof *it->items);
+    it->fr.R = malloc(sizeof *it->fr.R);
+    it->fr.D = malloc(sizeof *it->fr.D);
+    it->fr.cap = 1;
+    it->fr.record = record;
+    if (record) {
+        it->fr.parent = calloc(n, sizeof *it->fr.parent);
+        it->fr.take = calloc(n, sizeof *it->fr.take);
+        it->fr.step_first = calloc(n, sizeof *it->fr.step_first);
+    }
+    return it->kept && it->items && it->fr.R && it->fr.D &&
+                   (!record || (it->fr.parent && it->fr.take && it->fr.step_first))
+               ? 0
+               : -1;
+}
+
+static void iter_free(iter *it)
+{
+    free(it->kept);
+    free(it->items);
+    frontier_free(&it->fr);
+}
+
+/* ---- the table -------------------------------------------------------------- */
+
+static int fill_row(iter *it, int shortfall, best *bs, uint32_t *cls_of, uint32_t *k_of)
+{
+    const tr_model *md = it->md;
+    uint32_t nq = 0;
+    for (uint32_t c = 0; c < md->n_classes; c++)
+        for (uint32_t ki = 0; ki < md->n_k; ki++) {
+            cls_of[nq] = c;
+            k_of[nq++] = md->opt->schedule == PARTD_SCHEDULE_GPIPE ? md->M : ki + 1;
+        }
+    if (md->opt->checkpoint == PARTD_CHECKPOINT_AUTO) {
+        int rc = scan(it, shortfall, bs, nq, cls_of, k_of);
+        if (rc != PARTD_OK)
+            return rc;
+    } else {
+        for (uint32_t q = 0; q < nq; q++)
+            bs[q].value = fixed_value(md, &it->rg, cls_of[q], k_of[q], shortfall);
+    }
+    for (uint32_t q = 0; q < nq; q++)
+        *tr_cell(md, it->a, it->b, cls_of[q], tr_kidx(md, k_of[q])) = bs[q].value;
+    return PARTD_OK;
+}
+
+/* Longest ranges: a stage whose parameters alone pass the largest device
+ * can never fit (and in shortfall mode every range is kept). */
+static int measure_ranges(tr_model *md, iter *it, int shortfall)
+{
+    uint64_t total = 0;
+    for (uint32_t a = 0; a < md->n_units; a++) {
+        iter_start(it, a);
+        uint32_t len = 0;
+        while (it->b < md->n_units) {
+            iter_next(it);
+            len++;
+            if (!shortfall &&
+                ceil(md->opt->param_factor * (double)it->rg.params) > (double)md->max_mem) {
+                len--;
+                break;
+            }
+        }
+        md->len[a] = len;
+        md->off[a] = total;
+        total += len;
+    }
+    md->n_ranges = total;
+    return PARTD_OK;
+}
+
+int tr_table_build(tr_model *md, int shortfall, const partd_cancel *cancel, partd_problem *pb)
+{
+    iter it = {0};
+    uint32_t nq = md->n_classes * md->n_k;
+    best *bs = malloc(nq * sizeof *bs);
+    uint32_t *cls_of = malloc(nq * sizeof *cls_of), *k_of = malloc(nq * sizeof *k_of);
+    free(md->table);
+    md->table = NULL;
+    if (!md->len)
+        md->len = malloc(md->n_units * sizeof *md->len);
+    if (!md->off)
+        md->off = malloc((md->n_units + 1) * sizeof *md->off);
+    int rc = PARTD_ENOMEM;
+    if (!bs || !cls_of || !k_of || !md->len || !md->off || iter_init(&it, md, 0) != 0)
+        goto out;
+    md->shortfall = shortfall;
+    measure_ranges(md, &it, shortfall);
+    size_t cells = (size_t)md->n_ranges * nq;
+    md->table = malloc((cells ? cells : 1) * sizeof *md->table);
+    if (!md->table)
+        goto out;
+    rc = PARTD_OK;
+    for (uint32_t a = 0; a < md->n_units && rc == PARTD_OK; a++) {
+        if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
+            break;
+        iter_start(&it, a);
+        for (uint32_t l = 0; l < md->len[a] && rc == PARTD_OK; l++) {
+            iter_next(&it);
+            rc = fill_row(&it, shortfall, bs, cls_of, k_of);
+        }
+    }
+    if (rc == PARTD_ETOOBIG) {
+        partd_problem_set(pb, 422, "search-limit", "Search limit",
+                          "a stage has too many distinct units for the exact checkpoint "
+                          "search (more than %u Pareto points); set "
+                          "options.training.unit_depth or options.training.checkpoint",
+                          TR_MAX_FRONTIER);
+        partd_problem_add(pb, "/options/training/checkpoint", "too many distinct units");
+    }
+out:
+    if (it.md)
+        iter_free(&it);
+    free(bs);
+    free(cls_of);
+    free(k_of);
+    return rc;
+}
+
+/* ---- one stage, with its set ------------------------------------------------ */
+
+/* The units of frontier point `point` after `steps` merge steps. */
+static int rebuild_set(const iter *it, uint32_t point, uint32_t steps, uint32_t **units,
+                       uint32_t *n_units)
+{
+    const frontier *fr = &it->fr;
+    uint32_t n = it->b - it->a, count = 0;
+    uint8_t *in = calloc(n ? n : 1, 1);
+    if (!in)
+        return PARTD_ENOMEM;
+    for (uint32_t s = steps; s-- > 0;) {
+        uint32_t j = fr->take[s][point];
+        for (uint32_t i = 0; i < j; i++)
+            in[it->items[fr->step_first[s] + i].unit - it->a] = 1;
+        point = fr->parent[s][point];
+    }
+    for (uint32_t u = 0; u < n; u++)
+        count += in[u];
+    *units = malloc((count ? count : 1) * sizeof **units);
+    if (!*units) {
+        free(in);
+        return PARTD_ENOMEM;
+    }
+    *n_units = 0;
+    for (uint32_t u = 0; u < n; u++)
+        if (in[u])
+            (*units)[(*n_units)++] = it->a + u;
+    free(in);
+    return PARTD_OK;
+}
+
+int tr_stage_choose(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls, uint32_t k,
+                    int fit, tr_range *rg, tr_ckpt *x, uint32_t **units_out,
+                    uint32_t *n_units_out)
+{
+    iter it = {0};
+    int rc = PARTD_ENOMEM;
+    *units_out = NULL;
+    *n_units_out = 0;
+    if (iter_init(&it, md, 1) != 0)
+        goto out;
+    iter_start(&it, a);
+    while (it.b < b)
+        iter_next(&it);
+    *rg = it.rg;
+    if (md->opt->checkpoint != PARTD_CHECKPOINT_AUTO) {
+        *x = fixed_set(md, rg);
+        rc = PARTD_OK;
+        if (x->any && (md->opt->checkpoint == PARTD_CHECKPOINT_ALWAYS || md->M >= 2)) {
+            if (!(*units_out = malloc((b - a) * sizeof **units_out)))
+                rc = PARTD_ENOMEM;
+            for (uint32_t u = a; u < b && rc == PARTD_OK; u++)
+                (*units_out)[(*n_units_out)++] = u;
+        }
+        goto out;
+    }
+    best bs;
+    /* Rebuild the frontier with recording; scan ends with every step done,
+     * and the best answer names the steps done when it was found. */
+    rc = scan(&it, !fit, &bs, 1, &cls, &k);
+    if (rc != PARTD_OK)
+        goto out;
+    if (bs.empty || isinf(bs.value)) {
+        *x = (tr_ckpt){0, 0, 0, 0};
+        goto out;
+    }
+    rc = rebuild_set(&it, bs.point, bs.steps, units_out, n_units_out);
+    *x = (tr_ckpt){1, 0, 0, 0};
+    for (uint32_t i = 0; rc == PARTD_OK && i < *n_units_out; i++) {
+        uint32_t u = (*units_out)[i];
+        int64_t d = md->units[u].act - it.kept[u - a];
+        x->discarded += d;
+        x->recompute += md->units[u].fwd;
+        if (d > x->transient)
+            x->transient = d;
+    }
+out:
+    if (it.md)
+        iter_free(&it);
+    return rc;
+}
