@@ -54,8 +54,11 @@ static void relax(const dp *d, uint32_t a, uint32_t cls, uint32_t k, uint32_t ne
     uint32_t ki = tr_kidx(md, k), Q = d->Q;
     double speed_m = md->cls_speed[cls] * md->M;
     for (uint32_t b = a + 1; b <= a + md->len[a]; b++) {
-        if (!d->max_mode && (md->fb_prefix[b] - md->fb_prefix[a]) / speed_m > d->bound)
-            break; /* forward + backward alone only grow with b */
+        /* Forward + backward alone only grow with b; the margin covers the
+         * rounding of this sum against the stage time's own. */
+        if (!d->max_mode &&
+            (md->fb_prefix[b] - md->fb_prefix[a]) / speed_m * (1 - 1e-12) > d->bound)
+            break;
         double t = *tr_cell(md, a, b, cls, ki);
         if (!(t <= d->bound))
             continue;
