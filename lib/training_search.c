@@ -37,6 +37,11 @@ typedef struct dp {
     uint32_t Q;                /* count vectors (auto) or stages + 1 (given) */
     uint32_t *radix, *cap;     /* per class (auto) */
     uint32_t *qsum;            /* stages in a count vector */
+    /* Per class j: the states using it, by stage count ascending (s, s
+     * without one stage of j, kidx), and list_end[j * (n + 1) + r]: how many
+     * have at most r stages. */
+    uint32_t *list_s, *list_prev, *list_end;
+    uint16_t *list_k;
     double *f;                 /* (n_units + 1) * Q */
     uint32_t *pick_b, *pick_j; /* recorded choices, or NULL */
 } dp;
@@ -78,6 +83,35 @@ static void relax(const dp *d, uint32_t a, uint32_t cls, uint32_t k, uint32_t ne
 
 /* ---- device_order auto ------------------------------------------------------ */
 
+/* One stage [a, b) on class j before every state s that uses class j:
+ * f[a][s] = min(f[a][s], t(k(s)) + f[b][s - e_j]). The states of class j
+ * come in a list sorted by stage count, so the states with more stages than
+ * units left are a cut-off tail, and the loop reads contiguous arrays. */
+static void relax_row(const dp *d, uint32_t a, uint32_t b, uint32_t j, const double *t)
+{
+    uint32_t Q = d->Q, n = d->md->n_units;
+    double *fa = &d->f[(size_t)a * Q];
+    const double *fb = &d->f[(size_t)b * Q];
+    const uint32_t *st = d->list_s + (size_t)j * Q, *prev = d->list_prev + (size_t)j * Q;
+    const uint16_t *kid = d->list_k + (size_t)j * Q;
+    uint32_t end = d->list_end[(size_t)j * (n + 1) + (n - a)];
+    double bound = d->bound;
+    for (uint32_t i = 0; i < end; i++) {
+        double g = fb[prev[i]], tk = t[kid[i]];
+        if (!(tk <= bound) || isinf(g))
+            continue;
+        double v = combine(d, tk, g);
+        uint32_t s = st[i];
+        if (v < fa[s]) {
+            fa[s] = v;
+            if (d->pick_b) {
+                d->pick_b[(size_t)a * Q + s] = b;
+                d->pick_j[(size_t)a * Q + s] = j;
+            }
+        }
+    }
+}
+
 static void run_auto(dp *d)
 {
     const tr_model *md = d->md;
@@ -85,16 +119,16 @@ static void run_auto(dp *d)
     for (uint32_t s = 0; s < Q; s++)
         d->f[(size_t)n * Q + s] = s == 0 ? 0.0 : INFINITY;
     for (uint32_t a = n; a-- > 0;) {
-        for (uint32_t s = 0; s < Q; s++) {
-            double best = INFINITY;
-            uint32_t q = d->qsum[s];
-            if (s != 0 && q <= n - a && q <= md->max_stages) {
-                uint32_t k = tr_k(md, q);
-                for (uint32_t j = 0; j < md->n_classes; j++)
-                    if ((s / d->radix[j]) % (d->cap[j] + 1) > 0)
-                        relax(d, a, j, k, s - d->radix[j], s, j, &best);
+        for (uint32_t s = 0; s < Q; s++)
+            d->f[(size_t)a * Q + s] = INFINITY;
+        for (uint32_t j = 0; j < md->n_classes; j++) {
+            double speed_m = md->cls_speed[j] * md->M;
+            for (uint32_t b = a + 1; b <= a + md->len[a]; b++) {
+                if (!d->max_mode &&
+                    (md->fb_prefix[b] - md->fb_prefix[a]) / speed_m * (1 - 1e-12) > d->bound)
+                    break;
+                relax_row(d, a, b, j, tr_cell(md, a, b, j, 0));
             }
-            d->f[(size_t)a * Q + s] = best;
         }
     }
 }
@@ -119,6 +153,45 @@ static void run_given(dp *d, uint32_t S)
 }
 
 /* ---- driving ---------------------------------------------------------------- */
+
+static int build_lists(dp *d)
+{
+    const tr_model *md = d->md;
+    uint32_t Q = d->Q, n = md->n_units, C = md->n_classes;
+    for (uint32_t s = 0; s < Q; s++)
+        for (uint32_t j = 0; j < C; j++)
+            d->qsum[s] += (s / d->radix[j]) % (d->cap[j] + 1);
+    d->list_s = malloc((size_t)C * Q * sizeof *d->list_s);
+    d->list_prev = malloc((size_t)C * Q * sizeof *d->list_prev);
+    d->list_k = malloc((size_t)C * Q * sizeof *d->list_k);
+    d->list_end = malloc((size_t)C * (n + 1) * sizeof *d->list_end);
+    if (!d->list_s || !d->list_prev || !d->list_k || !d->list_end)
+        return PARTD_ENOMEM;
+    for (uint32_t j = 0; j < C; j++) {
+        uint32_t m = 0, *ls = d->list_s + (size_t)j * Q;
+        for (uint32_t q = 1; q <= md->max_stages; q++) {
+            for (uint32_t s = 0; s < Q; s++)
+                if (d->qsum[s] == q && (s / d->radix[j]) % (d->cap[j] + 1) > 0) {
+                    ls[m] = s;
+                    d->list_prev[(size_t)j * Q + m] = s - d->radix[j];
+                    d->list_k[(size_t)j * Q + m] = (uint16_t)tr_kidx(md, tr_k(md, q));
+                    m++;
+                }
+            if (q <= n)
+                d->list_end[(size_t)j * (n + 1) + q] = m;
+        }
+        /* r stages left room for: every state with at most r stages. */
+        uint32_t *end = d->list_end + (size_t)j * (n + 1);
+        end[0] = 0;
+        uint32_t last = 0;
+        for (uint32_t r = 1; r <= n; r++) {
+            if (r <= md->max_stages)
+                last = end[r];
+            end[r] = last;
+        }
+    }
+    return PARTD_OK;
+}
 
 static int dp_init(dp *d, const tr_model *md, int record)
 {
@@ -148,10 +221,8 @@ static int dp_init(dp *d, const tr_model *md, int record)
     d->qsum = calloc(Q, sizeof *d->qsum);
     if (!d->f || !d->qsum)
         return PARTD_ENOMEM;
-    if (md->opt->device_order_auto)
-        for (uint32_t s = 0; s < Q; s++)
-            for (uint32_t j = 0; j < md->n_classes; j++)
-                d->qsum[s] += (s / d->radix[j]) % (d->cap[j] + 1);
+    if (md->opt->device_order_auto && build_lists(d) != PARTD_OK)
+        return PARTD_ENOMEM;
     if (record) {
         d->pick_b = calloc(cells, sizeof *d->pick_b);
         d->pick_j = calloc(cells, sizeof *d->pick_j);
@@ -166,6 +237,10 @@ static void dp_free(dp *d)
     free(d->radix);
     free(d->cap);
     free(d->qsum);
+    free(d->list_s);
+    free(d->list_prev);
+    free(d->list_end);
+    free(d->list_k);
     free(d->f);
     free(d->pick_b);
     free(d->pick_j);
@@ -267,6 +342,7 @@ static int extract(const dp *d, final f, tr_solution *sol)
     return a == md->n_units ? PARTD_OK : PARTD_EINTERNAL;
 }
 
+unsigned long tr_bound_evals;
 int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
 {
     dp d;
@@ -284,10 +360,19 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
     double best_bound = INFINITY, best_step = INFINITY;
     double Mm1 = (double)md->M - 1;
     if (!md->shortfall && md->M > 1) {
+        /* No bound below the least achievable bottleneck has a plan: find
+         * it with the same DP taking the max instead of the sum. */
+        d.max_mode = 1;
+        double least_max = solve(&d).value;
+        d.max_mode = 0;
         if ((rc = candidate_bounds(md, &cands, &n_cands)) != PARTD_OK)
             goto out;
-        for (size_t i = 0; i < n_cands; i++) {
+        size_t first = 0;
+        while (first < n_cands && cands[first] < least_max)
+            first++;
+        for (size_t i = first; i < n_cands; i++) {
             double B = cands[i];
+            tr_bound_evals++;
             if (Mm1 * B + free_best.value >= best_step)
                 break;
             if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
