@@ -342,7 +342,6 @@ static int extract(const dp *d, final f, tr_solution *sol)
     return a == md->n_units ? PARTD_OK : PARTD_EINTERNAL;
 }
 
-unsigned long tr_bound_evals;
 int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
 {
     dp d;
@@ -372,7 +371,6 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
             first++;
         for (size_t i = first; i < n_cands; i++) {
             double B = cands[i];
-            tr_bound_evals++;
             if (Mm1 * B + free_best.value >= best_step)
                 break;
             if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
@@ -383,6 +381,9 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
                 best_step = f.value + Mm1 * B;
                 best_bound = B;
             }
+            /* Larger bounds cannot lower the sum below the unbounded one. */
+            if (f.value <= free_best.value)
+                break;
         }
     }
     /* Record the chosen DP once more. */
