@@ -84,7 +84,7 @@ int main(void)
     int bad = 0;
     const char *auto16 = "\"training\":{\"microbatches\":16,\"device_order\":\"auto\"}";
     bad |= bench_one("96 blocks, 8 devices (2 kinds), M=16", 96, 8, 6.0, auto16, 3);
-    bad |= bench_one("96 blocks, 8 devices, M=16, tight memory", 96, 8, 4.5, auto16, 3);
+    bad |= bench_one("96 blocks, 8 devices, M=16, tight memory", 96, 8, 2.5, auto16, 3);
     bad |= bench_one("~1000 units, 64 devices (2 kinds), M=16", 998, 64, 6.0, auto16, 1);
     return bad;
 }
