@@ -210,13 +210,20 @@ static int report_shortfall(const tr_model *md, const tr_solution *sol, partd_pr
 
 /* ---- entry ------------------------------------------------------------------ */
 
-static int search_limit(partd_problem *pb)
+static int search_limit(const partd_request *req, partd_problem *pb)
 {
-    partd_problem_set(pb, 422, "search-limit", "Search limit",
-                      "device_order auto: too many distinct device kinds (speed and "
-                      "memory) for the exact search over counts per kind");
-    partd_problem_add(pb, "/options/training/device_order",
-                      "use \"given\", or fewer distinct kinds of devices");
+    if (req->options.training.device_order_auto) {
+        partd_problem_set(pb, 422, "search-limit", "Search limit",
+                          "device_order auto: too many distinct kinds of devices (speed and "
+                          "memory) for the exact search over stage counts per kind");
+        partd_problem_add(pb, "/options/training/device_order",
+                          "use \"given\", or fewer distinct kinds of devices");
+    } else {
+        partd_problem_set(pb, 422, "search-limit", "Search limit",
+                          "too many units times stages for the exact search");
+        partd_problem_add(pb, "/options/training/unit_depth",
+                          "a smaller depth gives fewer units");
+    }
     return PARTD_ETOOBIG;
 }
 
@@ -241,7 +248,7 @@ int partd_training(const partd_request *req, const partd_cancel *cancel, partd_p
         rc = build_plan(&md, &sol, out);
     }
     if (rc == PARTD_ETOOBIG && !problem->status)
-        search_limit(problem);
+        search_limit(req, problem);
     if (rc == PARTD_EINTERNAL)
         partd_problem_set(problem, 500, "internal-error", "Internal error",
                           "the training planner found its plan inconsistent; please report "

@@ -28,7 +28,7 @@
 #include "partd.h"
 
 /* DP states (units + 1) x (count vectors) beyond this are a search limit. */
-#define TR_MAX_STATES (UINT64_C(1) << 26)
+#define TR_MAX_STATES (UINT64_C(1) << 23)
 
 typedef struct dp {
     const tr_model *md;
@@ -44,7 +44,17 @@ typedef struct dp {
     uint16_t *list_k;
     double *f;                 /* (n_units + 1) * Q */
     uint32_t *pick_b, *pick_j; /* recorded choices, or NULL */
+    const partd_cancel *cancel;
+    int rc;                    /* the cancel flag's code once raised */
 } dp;
+
+/* Polled every 64 units of a DP: a DP can take long on large inputs. */
+static int stopped(dp *d, uint32_t a)
+{
+    if (d->rc == PARTD_OK && (a & 63) == 0)
+        d->rc = partd_cancel_check(d->cancel);
+    return d->rc != PARTD_OK;
+}
 
 static inline double combine(const dp *d, double t, double g)
 {
@@ -118,7 +128,7 @@ static void run_auto(dp *d)
     uint32_t n = md->n_units, Q = d->Q;
     for (uint32_t s = 0; s < Q; s++)
         d->f[(size_t)n * Q + s] = s == 0 ? 0.0 : INFINITY;
-    for (uint32_t a = n; a-- > 0;) {
+    for (uint32_t a = n; a-- > 0 && !stopped(d, a);) {
         for (uint32_t s = 0; s < Q; s++)
             d->f[(size_t)a * Q + s] = INFINITY;
         for (uint32_t j = 0; j < md->n_classes; j++) {
@@ -141,7 +151,7 @@ static void run_given(dp *d, uint32_t S)
     uint32_t n = md->n_units, Q = d->Q;
     for (uint32_t q = 0; q <= S; q++)
         d->f[(size_t)n * Q + q] = q == 0 ? 0.0 : INFINITY;
-    for (uint32_t a = n; a-- > 0;) {
+    for (uint32_t a = n; a-- > 0 && !stopped(d, a);) {
         d->f[(size_t)a * Q] = INFINITY;
         for (uint32_t q = 1; q <= S; q++) {
             double best = INFINITY;
@@ -193,10 +203,11 @@ static int build_lists(dp *d)
     return PARTD_OK;
 }
 
-static int dp_init(dp *d, const tr_model *md, int record)
+static int dp_init(dp *d, const tr_model *md, const partd_cancel *cancel, int record)
 {
     memset(d, 0, sizeof *d);
     d->md = md;
+    d->cancel = cancel;
     uint64_t Q = 1;
     if (md->opt->device_order_auto) {
         d->radix = malloc(md->n_classes * sizeof *d->radix);
@@ -348,13 +359,13 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
     double *cands = NULL;
     size_t n_cands = 0;
     memset(sol, 0, sizeof *sol);
-    int rc = dp_init(&d, md, 0);
+    int rc = dp_init(&d, md, cancel, 0);
     if (rc != PARTD_OK)
         goto out;
     d.max_mode = md->shortfall;
     d.bound = INFINITY;
     final free_best = solve(&d);
-    if (isinf(free_best.value))
+    if ((rc = d.rc) != PARTD_OK || isinf(free_best.value))
         goto out; /* sol->found = 0 */
     double best_bound = INFINITY, best_step = INFINITY;
     double Mm1 = (double)md->M - 1;
@@ -364,6 +375,8 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
         d.max_mode = 1;
         double least_max = solve(&d).value;
         d.max_mode = 0;
+        if ((rc = d.rc) != PARTD_OK)
+            goto out;
         if ((rc = candidate_bounds(md, &cands, &n_cands)) != PARTD_OK)
             goto out;
         size_t first = 0;
@@ -377,6 +390,8 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
                 goto out;
             d.bound = B;
             final f = solve(&d);
+            if ((rc = d.rc) != PARTD_OK)
+                goto out;
             if (!isinf(f.value) && f.value + Mm1 * B < best_step) {
                 best_step = f.value + Mm1 * B;
                 best_bound = B;
@@ -388,12 +403,13 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
     }
     /* Record the chosen DP once more. */
     dp rec;
-    rc = dp_init(&rec, md, 1);
+    rc = dp_init(&rec, md, cancel, 1);
     if (rc == PARTD_OK) {
         rec.max_mode = md->shortfall;
         rec.bound = best_bound;
         final f = solve(&rec);
-        rc = isinf(f.value) ? PARTD_EINTERNAL : extract(&rec, f, sol);
+        rc = rec.rc != PARTD_OK ? rec.rc
+             : isinf(f.value) ? PARTD_EINTERNAL : extract(&rec, f, sol);
         sol->found = rc == PARTD_OK;
     }
     dp_free(&rec);

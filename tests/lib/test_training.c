@@ -380,6 +380,30 @@ static void test_device_order_auto_takes_the_device_that_helps(void **state)
     partd_request_free(req);
 }
 
+static void test_search_limit_many_device_kinds(void **state)
+{
+    (void)state;
+    /* 24 devices of 24 kinds: counts per kind span 2^24 states, past the
+     * exact search's limit: a 422 naming device_order, not a guess. */
+    char devs[4096] = "";
+    for (int i = 0; i < 24; i++)
+        snprintf(devs + strlen(devs), sizeof devs - strlen(devs),
+                 "%s{\"name\":\"g%d\",\"memory_bytes\":100000,\"speed\":%d}", i ? "," : "",
+                 i, i + 1);
+    partd_problem pb;
+    assert_int_equal(plan_fail(request(FOUR_UNITS, devs, "\"device_order\":\"auto\""), &pb),
+                     PARTD_ETOOBIG);
+    assert_int_equal(pb.status, 422);
+    tu_assert_error(&pb, "/options/training/device_order", "fewer distinct kinds");
+    partd_problem_free(&pb);
+    /* The same devices in the given order plan at once. */
+    partd_request *req;
+    partd_plan *plan = plan_ok(request(FOUR_UNITS, devs, ""), &req);
+    assert_true(plan->training->n_stages >= 1);
+    partd_plan_free(plan);
+    partd_request_free(req);
+}
+
 /* ---- validation ------------------------------------------------------------ */
 
 static void check_invalid(const char *nodes, const char *training, const char *pointer,
@@ -486,6 +510,7 @@ int main(void)
         cmocka_unit_test(test_in_flight_1f1b_and_gpipe),
         cmocka_unit_test(test_stage_count_auto),
         cmocka_unit_test(test_device_order_auto_takes_the_device_that_helps),
+        cmocka_unit_test(test_search_limit_many_device_kinds),
         cmocka_unit_test(test_validation_errors),
         cmocka_unit_test(test_hash_only_when_present),
     };
