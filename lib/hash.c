@@ -17,6 +17,7 @@
 
 #include "decode_training.h"
 #include "partd.h"
+#include "training.h"
 
 #define DUMP_FLAGS (JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17))
 
@@ -272,16 +273,19 @@ static json_t *name_list(const partd_request *r, const uint32_t *ids, uint32_t n
     return a;
 }
 
-/* stages "auto" and unit_depth null (automatic) when not given. */
-static json_t *canonical_training(const partd_training_options *t)
+/* stages "auto" when not given; unit_depth resolved by the default rule, so
+ * that spelling out the default shares the cache entry. */
+static json_t *canonical_training(const partd_request *r)
 {
+    const partd_training_options *t = &r->options.training;
+    uint32_t depth = t->unit_depth ? t->unit_depth : partd_training_default_depth(r);
     return json_pack("{s:s, s:I, s:o, s:s, s:s, s:o, s:f, s:f}",
                      "schedule", partd_training_schedule_names[t->schedule],
                      "microbatches", (json_int_t)t->microbatches,
                      "stages", t->stages ? json_integer(t->stages) : json_string("auto"),
                      "device_order", partd_device_order_names[t->device_order_auto ? 1 : 0],
                      "checkpoint", partd_checkpoint_names[t->checkpoint],
-                     "unit_depth", t->unit_depth ? json_integer(t->unit_depth) : json_null(),
+                     "unit_depth", json_integer(depth),
                      "backward_factor", t->backward_factor,
                      "param_factor", t->param_factor);
 }
@@ -321,7 +325,7 @@ static json_t *canonical_options(const partd_request *r)
                             "pipeline", pipe, "sac", sac);
     /* Only in training mode: every other request keeps its v1 cache_key. */
     if (doc && o->mode == PARTD_MODE_TRAINING)
-        json_object_set_new(doc, "training", canonical_training(&o->training));
+        json_object_set_new(doc, "training", canonical_training(r));
     return doc;
 }
 

@@ -258,6 +258,11 @@ int partd_training(const partd_request *req, const partd_cancel *cancel, partd_p
     return rc;
 }
 
+uint32_t partd_training_default_depth(const partd_request *req)
+{
+    return tr_default_depth(req);
+}
+
 int partd_training_units(const partd_request *req, char ***names, uint32_t **first_rank,
                          uint32_t *n, uint32_t *depth)
 {

@@ -49,6 +49,9 @@ int partd_training(const partd_request *req, const partd_cancel *cancel, partd_p
 
 void partd_training_result_free(partd_training_result *t);
 
+/* The contract's default unit_depth for req's graph and devices. */
+uint32_t partd_training_default_depth(const partd_request *req);
+
 /* The units of req at its unit_depth (options, else the default rule):
  * *names gets n malloc'd names, *first_rank the first operation rank of
  * each (n + 1 entries, the last = number of operations), *depth the depth

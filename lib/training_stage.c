@@ -328,8 +328,8 @@ static double fixed_value(const tr_model *md, const tr_range *rg, uint32_t cls, 
     return mem <= md->cls_mem[cls] ? tr_stage_time(md, rg, &x, md->cls_speed[cls]) : INFINITY;
 }
 
-/* Scans the thresholds of the current range for every (class, k) in
- * want[0..n_want) (kidx order), or for one when `one` is set. */
+/* Scans the thresholds of the current range: bs[q] gets the best answer
+ * for class cls_of[q] with k_of[q] in flight, q < n_cls. */
 static int scan(iter *it, int shortfall, best *bs, uint32_t n_cls, const uint32_t *cls_of,
                 const uint32_t *k_of)
 {

@@ -487,6 +487,13 @@ static void test_hash_only_when_present(void **state)
         "\"devices\":[{\"name\":\"d\",\"memory_bytes\":1}],"
         "\"options\":{\"mode\":\"training\",\"training\":{\"microbatches\":1,"
         "\"schedule\":\"1f1b\",\"checkpoint\":\"auto\"}}}");
+    partd_request *t4 = tu_decode_ok(
+        "{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\"}]},"
+        "\"devices\":[{\"name\":\"d\",\"memory_bytes\":1}],"
+        "\"options\":{\"mode\":\"training\",\"training\":{\"unit_depth\":1}}}");
+    /* unit_depth's default is resolved: spelling it out changes nothing. */
+    assert_string_equal(t1->cache_key, t4->cache_key);
+    partd_request_free(t4);
     assert_string_equal(a->cache_key, b->cache_key);
     assert_string_equal(a->graph_hash, b->graph_hash);
     assert_string_not_equal(a->graph_hash, c->graph_hash);
