@@ -27,7 +27,8 @@ import pytest
 
 from partd_testlib import partd_bin, run_plan
 
-N_CASES = 300
+N_CASES = 400
+N_STACKS = 100
 REL = 1e-9
 
 
@@ -118,6 +119,43 @@ def random_request(rng):
     if rng.random() < 0.5:
         options["transfer_bytes_per_sec"] = rng.choice([1e4, 1e5, 1e6])
     return {"graph": {"name": "rand", "nodes": nodes}, "devices": devices, "options": options}
+
+
+def stack_request(rng):
+    """A stack of identical blocks (the planner merges identical units into
+    one class), with an embedding and a head, on tight memory so that
+    checkpointing decides."""
+    nodes = [{"name": "x", "op": "placeholder", "output_bytes": rng.choice([0, 64])}]
+    nodes.append({"name": "emb", "op": "call_module", "module": "emb", "inputs": ["x"],
+                  "output_bytes": 200, "latency_ms": 0.5, "param_bytes": 100})
+    size = rng.randint(1, 3)
+    outs = [rng.choice([100, 300, 800]) for _ in range(size)]
+    lats = [rng.choice([0.5, 1.0, 2.0]) for _ in range(size)]
+    skip = rng.random() < 0.5
+    prev = "emb"
+    for b in range(rng.randint(2, 5)):
+        first = prev
+        for k in range(size):
+            name = f"b{b}_{k}"
+            inputs = [prev] + ([first] if skip and k == size - 1 and k > 0 else [])
+            nodes.append({"name": name, "op": "call_module", "module": f"blocks.{b}.n{k}",
+                          "inputs": inputs, "output_bytes": outs[k], "latency_ms": lats[k],
+                          "param_bytes": 20})
+            prev = name
+    nodes.append({"name": "head", "op": "call_module", "module": "head", "inputs": [prev],
+                  "output_bytes": 50, "latency_ms": 1.0, "param_bytes": 100})
+    nodes.append({"name": "output", "op": "output", "inputs": ["head"]})
+    act = sum(n.get("output_bytes", 0) for n in nodes)
+    n_dev = rng.randint(1, 3)
+    devices = [{"name": f"d{i}", "memory_bytes": int(act * rng.choice([0.4, 0.6, 0.8, 1.2])),
+                "speed": rng.choice([1.0, 1.0, 2.0])} for i in range(n_dev)]
+    training = {"checkpoint": rng.choice(["auto", "auto", "auto", "always", "except_last"]),
+                "microbatches": rng.randint(1, 3), "param_factor": 1.0,
+                "unit_depth": 2, "schedule": rng.choice(["gpipe", "1f1b"]),
+                "device_order": rng.choice(["given", "auto"])}
+    return {"graph": {"name": "stack", "nodes": nodes}, "devices": devices,
+            "options": {"mode": "training", "transfer_bytes_per_sec": 1e6,
+                        "training": training}}
 
 
 # -- the reference, from the contract ------------------------------------------
@@ -372,7 +410,8 @@ def check_plan(ref, result):
 
 def cases():
     rng = random.Random(20261123)
-    return [random_request(rng) for _ in range(N_CASES)]
+    return ([random_request(rng) for _ in range(N_CASES - N_STACKS)] +
+            [stack_request(rng) for _ in range(N_STACKS)])
 
 
 CASES = cases()
