@@ -5,7 +5,8 @@ from partd's C code: it enumerates every stage count, device order, split
 into whole units and checkpoint set on small random graphs (skip
 connections, shared parameters, get_attr tensors, placeholders,
 heterogeneous and identical devices, both schedules, all four checkpoint
-modes), and
+modes; and stacks of identical blocks on tight memory, where the planner
+merges identical units and checkpointing decides), and
   * compares partd's step_ms with the enumerated optimum (relative 1e-9),
     or partd's exit 3 with "no plan fits";
   * re-derives every figure of every stage of partd's plan from the
