@@ -71,10 +71,13 @@ static int add_training_stage(const partd_training_result *t, uint32_t p, json_t
         json_array_append_new(units, json_string(t->unit_names[st->first_unit + u]));
     for (uint32_t i = 0; ck && i < st->n_checkpointed; i++)
         json_array_append_new(ck, json_string(t->unit_names[st->checkpointed[i]]));
-    json_t *m = json_pack("{s:o, s:o, s:I, s:f, s:f, s:f, s:f}", "units", units,
+    json_t *m = json_pack("{s:o, s:o, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I}", "units", units,
                           "checkpointed", ck, "in_flight", (json_int_t)st->in_flight,
                           "forward_ms", st->forward_ms, "backward_ms", st->backward_ms,
-                          "recompute_ms", st->recompute_ms, "comm_ms", st->comm_ms);
+                          "recompute_ms", st->recompute_ms, "comm_ms", st->comm_ms,
+                          "param_memory_bytes", (json_int_t)st->param_memory_bytes,
+                          "input_memory_bytes", (json_int_t)st->input_memory_bytes,
+                          "activation_memory_bytes", (json_int_t)st->activation_memory_bytes);
     if (!m)
         return -1;
     int rc = json_object_update(part, m);

@@ -49,6 +49,10 @@ static int stage_figures(const tr_model *md, const tr_pick *pk, int fit,
     st->comm_ms = rg->comm_ms / M;
     st->time_ms = tr_stage_time(md, rg, &x, v);
     st->memory_bytes = tr_stage_memory(md, rg, &x, pk->k);
+    tr_stage_memory_parts(md, rg, &x, pk->k, &st->input_memory_bytes,
+                          &st->activation_memory_bytes);
+    st->param_memory_bytes =
+        st->memory_bytes - st->input_memory_bytes - st->activation_memory_bytes;
     return PARTD_OK;
 }
 

@@ -31,6 +31,11 @@ typedef struct partd_training_stage {
     /* Per microbatch, ms: time_ms is their sum. */
     double forward_ms, backward_ms, recompute_ms, comm_ms, time_ms;
     int64_t memory_bytes;
+    /* memory_bytes = param + input + activation memory: inputs held
+     * (k * in / M) and activations held (kept outputs, transient term, / M)
+     * rounded down, parameters (param_factor * params) rounded up with
+     * their fractions. */
+    int64_t param_memory_bytes, input_memory_bytes, activation_memory_bytes;
 } partd_training_stage;
 
 typedef struct partd_training_result {

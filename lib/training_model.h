@@ -130,6 +130,12 @@ int tr_stage_choose(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls, ui
 
 /* The contract's figures of a stage. */
 int64_t tr_stage_memory(const tr_model *md, const tr_range *rg, const tr_ckpt *x, uint32_t k);
+/* The memory's terms, each divided by M and rounded down: inputs held
+ * (k * in / M) and activations held (kept outputs and the transient term);
+ * the rest of tr_stage_memory is param_factor * params, rounded up with the
+ * others' fractions. */
+void tr_stage_memory_parts(const tr_model *md, const tr_range *rg, const tr_ckpt *x,
+                           uint32_t k, int64_t *inputs, int64_t *activations);
 double tr_stage_time(const tr_model *md, const tr_range *rg, const tr_ckpt *x, double speed);
 /* c: checkpointed microbatches of the checkpoint mode. */
 uint32_t tr_checkpointed_microbatches(const tr_model *md);

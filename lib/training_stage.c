@@ -76,14 +76,30 @@ uint32_t tr_checkpointed_microbatches(const tr_model *md)
     }
 }
 
-int64_t tr_stage_memory(const tr_model *md, const tr_range *rg, const tr_ckpt *x, uint32_t k)
+/* The activation part of N: kept outputs of the microbatches in flight and
+ * the transient term (N = k * in + this). */
+static int64_t held_activations(const tr_model *md, const tr_range *rg, const tr_ckpt *x,
+                                uint32_t k)
 {
     int64_t M = md->M, c = tr_checkpointed_microbatches(md);
     int64_t kk = k, kc = kk - (kk < M - c ? kk : M - c);
     int64_t kept = x->any ? rg->act - x->discarded : rg->act;
-    int64_t N = kk * rg->in + kc * kept + (kk - kc) * rg->act + (kc > 0 && x->any ? x->transient : 0);
+    return kc * kept + (kk - kc) * rg->act + (kc > 0 && x->any ? x->transient : 0);
+}
+
+int64_t tr_stage_memory(const tr_model *md, const tr_range *rg, const tr_ckpt *x, uint32_t k)
+{
+    int64_t M = md->M;
+    int64_t N = (int64_t)k * rg->in + held_activations(md, rg, x, k);
     double P = md->opt->param_factor * (double)rg->params;
     return N / M + (int64_t)ceil(P + (double)(N % M) / (double)M);
+}
+
+void tr_stage_memory_parts(const tr_model *md, const tr_range *rg, const tr_ckpt *x,
+                           uint32_t k, int64_t *inputs, int64_t *activations)
+{
+    *inputs = (int64_t)k * rg->in / md->M;
+    *activations = held_activations(md, rg, x, k) / md->M;
 }
 
 double tr_stage_time(const tr_model *md, const tr_range *rg, const tr_ckpt *x, double speed)

@@ -303,7 +303,14 @@ class Ref:
         rec = c / M * recompute / M if chosen else 0.0
         fig = {"forward_ms": f / M, "backward_ms": b / M, "recompute_ms": rec,
                "comm_ms": comm / M, "in_flight": k, "memory_bytes": mem,
-               "device_memory_bytes": dev["memory_bytes"]}
+               "device_memory_bytes": dev["memory_bytes"],
+               # the extension's breakdown: inputs and activations rounded
+               # down, the parameters' share the rest
+               "input_memory_bytes": k * inb // M,
+               "activation_memory_bytes": (N - k * inb) // M}
+        fig["param_memory_bytes"] = (mem - fig["input_memory_bytes"] -
+                                     fig["activation_memory_bytes"])
+        assert fig["param_memory_bytes"] >= math.ceil(self.pf * params)
         fig["time_ms"] = fig["forward_ms"] + fig["backward_ms"] + rec + fig["comm_ms"]
         return fig
 
@@ -397,7 +404,8 @@ def check_plan(ref, result):
         fig = ref.stage(ids, later, dev_by_name[part["device"]], S, p_i, X)
         for key in ("forward_ms", "backward_ms", "recompute_ms", "comm_ms", "time_ms"):
             assert close(part[key], fig[key]), (p_i, key, part[key], fig[key])
-        for key in ("in_flight", "memory_bytes", "device_memory_bytes"):
+        for key in ("in_flight", "memory_bytes", "device_memory_bytes", "input_memory_bytes",
+                    "activation_memory_bytes", "param_memory_bytes"):
             assert part[key] == fig[key], (p_i, key, part[key], fig[key])
         assert part["memory_bytes"] <= part["device_memory_bytes"]
         assert close(part["time_ms"], part["forward_ms"] + part["backward_ms"] +
