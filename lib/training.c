@@ -186,10 +186,10 @@ static int report_shortfall(const tr_model *md, const tr_solution *sol, partd_pr
         uint32_t dev = sol->stages[worst].device;
         partd_problem_set(pb, 422, "infeasible", "No feasible plan",
                           "no training plan fits the devices' memory; in the plan that "
-                          "minimises the largest shortfall (%u stages, least memory "
+                          "minimises the largest shortfall (%u stage%s, least memory "
                           "checkpointing), stage %u on device \"%s\" needs %lld bytes and "
                           "has %lld: short by %lld bytes",
-                          sol->S, worst, partd_device_name(req, dev),
+                          sol->S, sol->S == 1 ? "" : "s", worst, partd_device_name(req, dev),
                           (long long)st[worst].memory_bytes,
                           (long long)req->devices[dev].memory_bytes, (long long)worst_short);
         for (uint32_t p = 0; p < sol->S; p++) {
