@@ -24,37 +24,14 @@
 #include <string.h>
 
 #include "partd.h"
+#include "training_frontier.h"
 #include "training_model.h"
-
-/* More frontier points than this is a search limit (distinct units by the
- * hundred in one stage), reported instead of running out of memory. */
-#define TR_MAX_FRONTIER (1u << 20)
 
 typedef struct item {
     int64_t d;
     double F;
     uint32_t unit;
 } item;
-
-typedef struct cand {
-    double R;
-    int64_t D;
-    uint32_t parent, j;
-} cand;
-
-typedef struct frontier {
-    double *R;
-    int64_t *D;
-    uint32_t n, cap;
-    cand *c;
-    size_t c_cap;
-    /* Recording (tr_stage_choose): per merge step, each point's parent and
-     * copies taken, so a point's set can be rebuilt. */
-    int record;
-    uint32_t n_steps;
-    uint32_t **parent, **take;
-    uint32_t *step_first;      /* first item of the step's class */
-} frontier;
 
 /* Per fixed a: everything that moves with b. */
 typedef struct iter {
@@ -64,7 +41,7 @@ typedef struct iter {
     tr_range rg;
     int64_t *kept;             /* per unit (index u - a) */
     item *items;
-    frontier fr;
+    tr_frontier fr;
 } iter;
 
 uint32_t tr_checkpointed_microbatches(const tr_model *md)
@@ -156,7 +133,7 @@ static void iter_next(iter *it)
     rg->comm_ms = md->pl.ms_per_byte * (double)(rg->in + rg->out);
 }
 
-/* ---- the frontier ----------------------------------------------------------- */
+/* ---- queries ---------------------------------------------------------------- */
 
 static int cmp_item(const void *x, const void *y)
 {
@@ -168,120 +145,17 @@ static int cmp_item(const void *x, const void *y)
     return p->unit < q->unit ? -1 : p->unit > q->unit;
 }
 
-static int cmp_cand(const void *x, const void *y)
-{
-    const cand *p = x, *q = y;
-    if (p->D != q->D)
-        return p->D > q->D ? -1 : 1;
-    if (p->R != q->R)
-        return p->R < q->R ? -1 : 1;
-    if (p->parent != q->parent)
-        return p->parent < q->parent ? -1 : 1;
-    return p->j < q->j ? -1 : p->j > q->j;
-}
-
-static void frontier_reset(frontier *fr)
-{
-    for (uint32_t s = 0; s < fr->n_steps; s++) {
-        free(fr->parent[s]);
-        free(fr->take[s]);
-    }
-    fr->n_steps = 0;
-    fr->n = 1;
-    fr->R[0] = 0;
-    fr->D[0] = 0;
-}
-
-static void frontier_free(frontier *fr)
-{
-    for (uint32_t st = 0; st < fr->n_steps; st++) {
-        free(fr->parent[st]);
-        free(fr->take[st]);
-    }
-    free(fr->R);
-    free(fr->D);
-    free(fr->c);
-    free(fr->parent);
-    free(fr->take);
-    free(fr->step_first);
-}
-
-/* Adds a class of c copies of (F, d): the Pareto points (least R for more
- * D) of the old points plus 0..c copies. */
-static int frontier_merge(frontier *fr, double F, int64_t d, uint32_t c, uint32_t first)
-{
-    size_t n = (size_t)fr->n * (c + 1);
-    if (n > TR_MAX_FRONTIER)
-        return PARTD_ETOOBIG;
-    if (n > fr->c_cap) {
-        cand *nc = realloc(fr->c, n * sizeof *nc);
-        if (!nc)
-            return PARTD_ENOMEM;
-        fr->c = nc;
-        fr->c_cap = n;
-    }
-    size_t k = 0;
-    for (uint32_t i = 0; i < fr->n; i++)
-        for (uint32_t j = 0; j <= c; j++)
-            fr->c[k++] = (cand){fr->R[i] + (double)j * F, fr->D[i] + (int64_t)j * d, i, j};
-    qsort(fr->c, n, sizeof *fr->c, cmp_cand);
-    uint32_t kept = 0;
-    double best = INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (fr->c[i].R < best) {
-            best = fr->c[i].R;
-            fr->c[kept++] = fr->c[i];
-        }
-    if (kept > fr->cap) {
-        double *R = realloc(fr->R, kept * sizeof *R);
-        if (R)
-            fr->R = R;
-        int64_t *D = realloc(fr->D, kept * sizeof *D);
-        if (D)
-            fr->D = D;
-        if (!R || !D)
-            return PARTD_ENOMEM;
-        fr->cap = kept;
-    }
-    uint32_t *par = NULL, *take = NULL;
-    if (fr->record) {
-        par = malloc(kept * sizeof *par);
-        take = malloc(kept * sizeof *take);
-        if (!par || !take) {
-            free(par);
-            free(take);
-            return PARTD_ENOMEM;
-        }
-        fr->parent[fr->n_steps] = par;
-        fr->take[fr->n_steps] = take;
-        fr->step_first[fr->n_steps++] = first;
-    }
-    /* Ascending D (and R). */
-    for (uint32_t i = 0; i < kept; i++) {
-        const cand *x = &fr->c[kept - 1 - i];
-        fr->R[i] = x->R;
-        fr->D[i] = x->D;
-        if (par) {
-            par[i] = x->parent;
-            take[i] = x->j;
-        }
-    }
-    fr->n = kept;
-    return PARTD_OK;
-}
-
-/* ---- queries ---------------------------------------------------------------- */
-
 /* The checkpoint set of frontier point i at threshold T. */
-static tr_ckpt point_set(const frontier *fr, uint32_t i, int64_t T)
+static tr_ckpt point_set(const tr_frontier *fr, uint32_t i, int64_t T)
 {
     return (tr_ckpt){fr->D[i] > 0 || fr->R[i] > 0, fr->D[i], T, fr->R[i]};
 }
 
 /* Least-time point of the frontier at threshold T that fits class cls with
- * k in flight: the first point (ascending D) whose memory fits, memory
- * falling as D grows. UINT32_MAX when none. */
-static uint32_t first_fit(const tr_model *md, const frontier *fr, const tr_range *rg,
+ * k in flight: the first point (ascending D) whose memory fits. Memory falls
+ * as D grows from point 1 on; point 0 is the empty set, which fits only when
+ * the empty answer (already counted) is best anyway. UINT32_MAX when none. */
+static uint32_t first_fit(const tr_model *md, const tr_frontier *fr, const tr_range *rg,
                           int64_t T, uint32_t cls, uint32_t k)
 {
     uint32_t lo = 0, hi = fr->n;
@@ -300,30 +174,21 @@ static uint32_t first_fit(const tr_model *md, const frontier *fr, const tr_range
 typedef struct best {
     double value;              /* time, or shortfall */
     int64_t T;
-    uint32_t point, steps;     /* frontier point and merge steps done then */
-    int empty;
+    uint32_t point, steps;     /* frontier point and steps done then */
+    int empty;                 /* the empty set */
+    int upto;                  /* shortfall: every unit with 0 < d <= T */
 } best;
 
-static void consider(const tr_model *md, const frontier *fr, const tr_range *rg, int64_t T,
-                     uint32_t cls, uint32_t k, int shortfall, best *bs)
+static void consider(const tr_model *md, const tr_frontier *fr, const tr_range *rg, int64_t T,
+                     uint32_t cls, uint32_t k, best *bs)
 {
-    tr_ckpt x;
-    uint32_t i;
-    if (shortfall) {
-        i = fr->n - 1; /* most discarded */
-        x = point_set(fr, i, T);
-        double v = (double)tr_stage_memory(md, rg, &x, k) - (double)md->cls_mem[cls];
-        if (v < bs->value)
-            *bs = (best){v, T, i, fr->n_steps, 0};
-        return;
-    }
-    i = first_fit(md, fr, rg, T, cls, k);
+    uint32_t i = first_fit(md, fr, rg, T, cls, k);
     if (i == UINT32_MAX)
         return;
-    x = point_set(fr, i, T);
+    tr_ckpt x = point_set(fr, i, T);
     double t = tr_stage_time(md, rg, &x, md->cls_speed[cls]);
     if (t < bs->value)
-        *bs = (best){t, T, i, fr->n_steps, 0};
+        *bs = (best){t, T, i, fr->n_steps, 0, 0};
 }
 
 /* The fixed checkpoint sets of never / always / except_last. */
@@ -344,48 +209,71 @@ static double fixed_value(const tr_model *md, const tr_range *rg, uint32_t cls, 
     return mem <= md->cls_mem[cls] ? tr_stage_time(md, rg, &x, md->cls_speed[cls]) : INFINITY;
 }
 
+/* Shortfall: at each threshold T the least memory discards every unit with
+ * 0 < d <= T; no frontier needed. Items sorted. */
+static void scan_least_memory(iter *it, best *bs, uint32_t n_q, const uint32_t *cls_of,
+                              const uint32_t *k_of)
+{
+    const tr_model *md = it->md;
+    uint32_t n = it->b - it->a;
+    int64_t D = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (it->items[i].d <= 0)
+            continue;
+        D += it->items[i].d;
+        if (i + 1 < n && it->items[i + 1].d == it->items[i].d)
+            continue;
+        tr_ckpt x = {1, D, it->items[i].d, 0};
+        for (uint32_t q = 0; q < n_q; q++) {
+            double v = (double)tr_stage_memory(md, &it->rg, &x, k_of[q]) -
+                       (double)md->cls_mem[cls_of[q]];
+            if (v < bs[q].value)
+                bs[q] = (best){v, x.transient, 0, 0, 0, 1};
+        }
+    }
+}
+
 /* Scans the thresholds of the current range: bs[q] gets the best answer
- * for class cls_of[q] with k_of[q] in flight, q < n_cls. */
-static int scan(iter *it, int shortfall, best *bs, uint32_t n_cls, const uint32_t *cls_of,
+ * for class cls_of[q] with k_of[q] in flight, q < n_q. The frontier is
+ * built only when some (class, k) cannot take the empty set. */
+static int scan(iter *it, int shortfall, best *bs, uint32_t n_q, const uint32_t *cls_of,
                 const uint32_t *k_of)
 {
     const tr_model *md = it->md;
-    frontier *fr = &it->fr;
-    uint32_t n = it->b - it->a;
+    tr_frontier *fr = &it->fr;
+    uint32_t n = it->b - it->a, pending = 0;
     for (uint32_t u = 0; u < n; u++) {
         const tr_unit *un = &md->units[it->a + u];
         it->items[u] = (item){un->act - it->kept[u], un->fwd, it->a + u};
     }
     qsort(it->items, n, sizeof *it->items, cmp_item);
-    frontier_reset(fr);
-    for (uint32_t q = 0; q < n_cls; q++) {
+    for (uint32_t q = 0; q < n_q; q++) {
         tr_ckpt none = {0, 0, 0, 0};
-        double v;
-        if (shortfall)
-            v = (double)tr_stage_memory(md, &it->rg, &none, k_of[q]) -
-                (double)md->cls_mem[cls_of[q]];
-        else
-            v = tr_stage_memory(md, &it->rg, &none, k_of[q]) <= md->cls_mem[cls_of[q]]
-                    ? tr_stage_time(md, &it->rg, &none, md->cls_speed[cls_of[q]])
-                    : INFINITY;
-        bs[q] = (best){v, 0, 0, 0, 1};
+        int64_t mem = tr_stage_memory(md, &it->rg, &none, k_of[q]);
+        double v = shortfall ? (double)mem - (double)md->cls_mem[cls_of[q]]
+                   : mem <= md->cls_mem[cls_of[q]]
+                       ? tr_stage_time(md, &it->rg, &none, md->cls_speed[cls_of[q]])
+                       : INFINITY;
+        bs[q] = (best){v, 0, 0, 0, 1, 0};
+        pending += isinf(v);
     }
-    for (uint32_t i = 0; i < n;) {
-        int64_t T = it->items[i].d;
-        while (i < n && it->items[i].d == T) {
-            uint32_t j = i;
-            while (j < n && it->items[j].d == T && it->items[j].F == it->items[i].F)
-                j++;
-            if (T > 0) {
-                int rc = frontier_merge(fr, it->items[i].F, T, j - i, i);
-                if (rc != PARTD_OK)
-                    return rc;
-            }
-            i = j;
-        }
-        if (T > 0)
-            for (uint32_t q = 0; q < n_cls; q++)
-                consider(md, fr, &it->rg, T, cls_of[q], k_of[q], shortfall, &bs[q]);
+    if (shortfall) {
+        scan_least_memory(it, bs, n_q, cls_of, k_of);
+        return PARTD_OK;
+    }
+    if (!pending)
+        return PARTD_OK;
+    tr_frontier_reset(fr);
+    for (uint32_t i = 0; i < n; i++) {
+        if (it->items[i].d <= 0)
+            continue; /* discards nothing: never worth recomputing */
+        int rc = tr_frontier_add(fr, it->items[i].F, it->items[i].d, i);
+        if (rc != PARTD_OK)
+            return rc;
+        if (i + 1 < n && it->items[i + 1].d == it->items[i].d)
+            continue;
+        for (uint32_t q = 0; q < n_q; q++)
+            consider(md, fr, &it->rg, it->items[i].d, cls_of[q], k_of[q], &bs[q]);
     }
     return PARTD_OK;
 }
@@ -397,26 +285,15 @@ static int iter_init(iter *it, const tr_model *md, int record)
     uint32_t n = md->n_units ? md->n_units : 1;
     it->kept = malloc(n * sizeof *it->kept);
     it->items = malloc(n * sizeof *it->items);
-    it->fr.R = malloc(sizeof *it->fr.R);
-    it->fr.D = malloc(sizeof *it->fr.D);
-    it->fr.cap = 1;
-    it->fr.record = record;
-    if (record) {
-        it->fr.parent = calloc(n, sizeof *it->fr.parent);
-        it->fr.take = calloc(n, sizeof *it->fr.take);
-        it->fr.step_first = calloc(n, sizeof *it->fr.step_first);
-    }
-    return it->kept && it->items && it->fr.R && it->fr.D &&
-                   (!record || (it->fr.parent && it->fr.take && it->fr.step_first))
-               ? 0
-               : -1;
+    int rc = tr_frontier_init(&it->fr, n, record);
+    return it->kept && it->items && rc == PARTD_OK ? 0 : -1;
 }
 
 static void iter_free(iter *it)
 {
     free(it->kept);
     free(it->items);
-    frontier_free(&it->fr);
+    tr_frontier_free(&it->fr);
 }
 
 /* ---- the table -------------------------------------------------------------- */
@@ -518,33 +395,41 @@ out:
 
 /* ---- one stage, with its set ------------------------------------------------ */
 
-/* The units of frontier point `point` after `steps` merge steps. */
-static int rebuild_set(const iter *it, uint32_t point, uint32_t steps, uint32_t **units,
-                       uint32_t *n_units)
+/* The units of the answer bs: a frontier point (its items), or every unit
+ * with 0 < d <= T. */
+static int answer_units(const iter *it, const best *bs, uint32_t **units, uint32_t *n_units)
 {
-    const frontier *fr = &it->fr;
     uint32_t n = it->b - it->a, count = 0;
-    uint8_t *in = calloc(n ? n : 1, 1);
-    if (!in)
+    uint8_t *in_item = calloc(n ? n : 1, 1);
+    if (!in_item)
         return PARTD_ENOMEM;
-    for (uint32_t s = steps; s-- > 0;) {
-        uint32_t j = fr->take[s][point];
-        for (uint32_t i = 0; i < j; i++)
-            in[it->items[fr->step_first[s] + i].unit - it->a] = 1;
-        point = fr->parent[s][point];
+    if (bs->upto) {
+        for (uint32_t i = 0; i < n; i++)
+            in_item[i] = it->items[i].d > 0 && it->items[i].d <= bs->T;
+    } else {
+        tr_frontier_items(&it->fr, bs->point, bs->steps, in_item);
     }
-    for (uint32_t u = 0; u < n; u++)
-        count += in[u];
+    uint8_t *in_unit = calloc(n ? n : 1, 1);
+    if (!in_unit) {
+        free(in_item);
+        return PARTD_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (in_item[i]) {
+            in_unit[it->items[i].unit - it->a] = 1;
+            count++;
+        }
+    free(in_item);
     *units = malloc((count ? count : 1) * sizeof **units);
     if (!*units) {
-        free(in);
+        free(in_unit);
         return PARTD_ENOMEM;
     }
     *n_units = 0;
     for (uint32_t u = 0; u < n; u++)
-        if (in[u])
+        if (in_unit[u])
             (*units)[(*n_units)++] = it->a + u;
-    free(in);
+    free(in_unit);
     return PARTD_OK;
 }
 
@@ -573,18 +458,14 @@ int tr_stage_choose(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls, ui
         }
         goto out;
     }
+    /* The frontier again, recording, for this one (class, k). */
     best bs;
-    /* Rebuild the frontier with recording; scan ends with every step done,
-     * and the best answer names the steps done when it was found. */
+    *x = (tr_ckpt){0, 0, 0, 0};
     rc = scan(&it, !fit, &bs, 1, &cls, &k);
-    if (rc != PARTD_OK)
+    if (rc != PARTD_OK || bs.empty || isinf(bs.value))
         goto out;
-    if (bs.empty || isinf(bs.value)) {
-        *x = (tr_ckpt){0, 0, 0, 0};
-        goto out;
-    }
-    rc = rebuild_set(&it, bs.point, bs.steps, units_out, n_units_out);
-    *x = (tr_ckpt){1, 0, 0, 0};
+    rc = answer_units(&it, &bs, units_out, n_units_out);
+    x->any = *n_units_out > 0;
     for (uint32_t i = 0; rc == PARTD_OK && i < *n_units_out; i++) {
         uint32_t u = (*units_out)[i];
         int64_t d = md->units[u].act - it.kept[u - a];
