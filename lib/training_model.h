@@ -13,6 +13,7 @@
  *     of microbatches in flight k, the least stage time over the allowed
  *     checkpoint sets that fit the class's memory (INFINITY when none fits),
  *     or in shortfall mode the least memory minus the class's memory.
+ * The checkpoint sets' Pareto frontier is training_frontier.h.
  * The pipeline planner's window (pipeline_model.h) counts each stage's
  * received bytes and parameters (shared ones once, get_attr as parameters).
  *

@@ -15,9 +15,11 @@
  * units with d_u <= T answers "least R such that the memory with transient
  * T fits": counting T for a set whose largest d_u is smaller only
  * overestimates its memory, and that set is counted exactly at its own
- * threshold, so the minimum over thresholds is the exact optimum. Units with
- * the same (F_u, d_u) form one class merged at once (j of c copies), so a
- * stack of identical blocks keeps the frontier at c + 1 points.
+ * threshold, so the minimum over thresholds is the exact optimum. Units
+ * are added in (d_u, F_u) order (training_frontier.c): c identical blocks
+ * keep the frontier at c + 1 points. The frontier is built only for ranges
+ * where the empty set does not fit some (class, k); the least-memory set
+ * (shortfall) at threshold T is simply every unit with 0 < d_u <= T.
  */
 #include <math.h>
 #include <stdlib.h>
