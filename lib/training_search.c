@@ -44,6 +44,12 @@ typedef struct dp {
     uint16_t *list_k;
     double *f;                 /* (n_units + 1) * Q */
     uint32_t *pick_b, *pick_j; /* recorded choices, or NULL */
+    /* device_order given: f holds the front part G[p][a], pick_b its picks;
+     * h the tail H[q][a] (q < tail_cap) and h_pick its picks; the classes
+     * of the last tail computed, to reuse it. */
+    double *h;
+    uint32_t *h_pick, *h_cls, h_len, tail_cap;
+    int h_valid;
     const partd_cancel *cancel;
     int rc;                    /* the cancel flag's code once raised */
 } dp;
@@ -61,34 +67,14 @@ static inline double combine(const dp *d, double t, double g)
     return d->max_mode ? (t > g ? t : g) : t + g;
 }
 
-/* Best stage [a, b) + rest on class cls, k in flight, over b. */
-static void relax(const dp *d, uint32_t a, uint32_t cls, uint32_t k, uint32_t next_state,
-                  uint32_t state_here, uint32_t j_here, double *best)
+/* Stage times only grow at least as fast as forward + backward: once that
+ * alone passes the bound, longer stages from a cannot fit it either (the
+ * margin covers the rounding of this sum against the stage time's own). */
+static inline int past_bound(const dp *d, uint32_t a, uint32_t b, double speed_m)
 {
     const tr_model *md = d->md;
-    uint32_t ki = tr_kidx(md, k), Q = d->Q;
-    double speed_m = md->cls_speed[cls] * md->M;
-    for (uint32_t b = a + 1; b <= a + md->len[a]; b++) {
-        /* Forward + backward alone only grow with b; the margin covers the
-         * rounding of this sum against the stage time's own. */
-        if (!d->max_mode &&
-            (md->fb_prefix[b] - md->fb_prefix[a]) / speed_m * (1 - 1e-12) > d->bound)
-            break;
-        double t = *tr_cell(md, a, b, cls, ki);
-        if (!(t <= d->bound))
-            continue;
-        double g = d->f[(size_t)b * Q + next_state];
-        if (isinf(g))
-            continue;
-        double v = combine(d, t, g);
-        if (v < *best) {
-            *best = v;
-            if (d->pick_b) {
-                d->pick_b[(size_t)a * Q + state_here] = b;
-                d->pick_j[(size_t)a * Q + state_here] = j_here;
-            }
-        }
-    }
+    return !d->max_mode &&
+           (md->fb_prefix[b] - md->fb_prefix[a]) / speed_m * (1 - 1e-12) > d->bound;
 }
 
 /* ---- device_order auto ------------------------------------------------------ */
@@ -133,33 +119,130 @@ static void run_auto(dp *d)
             d->f[(size_t)a * Q + s] = INFINITY;
         for (uint32_t j = 0; j < md->n_classes; j++) {
             double speed_m = md->cls_speed[j] * md->M;
-            for (uint32_t b = a + 1; b <= a + md->len[a]; b++) {
-                if (!d->max_mode &&
-                    (md->fb_prefix[b] - md->fb_prefix[a]) / speed_m * (1 - 1e-12) > d->bound)
-                    break;
+            for (uint32_t b = a + 1; b <= a + md->len[a] && !past_bound(d, a, b, speed_m); b++)
                 relax_row(d, a, b, j, tr_cell(md, a, b, j, 0));
+        }
+    }
+}
+
+/* One DP at the current bound: the best final value (sum, or max), with its
+ * final state (auto: the count vector; given: the unit where the tail
+ * starts) and stage count; INFINITY when no plan. */
+typedef struct final {
+    double value;
+    uint32_t state, S;
+} final;
+
+/* ---- device_order given ----------------------------------------------------- */
+
+/* Stage p runs on devices[p]; under 1f1b k = min(M, S - p) is M for every
+ * stage but the last min(S, M - 1). So the DP has two parts: from the front,
+ * G[p][a], the best p stages on devices 0..p-1 covering units [0, a) with
+ * k = M, one pass for every stage count; and for each stage count S, from
+ * the end, the last L stages (k = q for the q-th from the end), H[q][a]. A
+ * plan of S stages is G[S - L][a] + H[L][a] at the best a; gpipe has L = 0.
+ * Stage counts whose tails run on the same classes share one H. */
+
+static uint32_t tail_len(const tr_model *md, uint32_t S)
+{
+    if (md->opt->schedule == PARTD_SCHEDULE_GPIPE)
+        return 0;
+    return S < md->M - 1 ? S : md->M - 1;
+}
+
+static void run_front(dp *d, uint32_t P)
+{
+    const tr_model *md = d->md;
+    uint32_t n = md->n_units, N1 = n + 1, ki = tr_kidx(md, md->M);
+    double *G = d->f;
+    for (uint32_t a = 0; a <= n; a++)
+        G[a] = a == 0 ? 0.0 : INFINITY;
+    for (uint32_t p = 1; p <= P && d->rc == PARTD_OK; p++) {
+        double *Gp = G + (size_t)p * N1;
+        const double *Gq = Gp - N1;
+        uint32_t cls = md->dev_class[p - 1];
+        double speed_m = md->cls_speed[cls] * md->M;
+        for (uint32_t a = 0; a <= n; a++)
+            Gp[a] = INFINITY;
+        for (uint32_t a = 0; a < n && !stopped(d, a); a++) {
+            if (isinf(Gq[a]))
+                continue;
+            for (uint32_t b = a + 1; b <= a + md->len[a] && !past_bound(d, a, b, speed_m); b++) {
+                double t = *tr_cell(md, a, b, cls, ki);
+                double v = combine(d, t, Gq[a]);
+                if (t <= d->bound && v < Gp[b]) {
+                    Gp[b] = v;
+                    if (d->pick_b)
+                        d->pick_b[(size_t)p * N1 + b] = a;
+                }
             }
         }
     }
 }
 
-/* ---- device_order given ----------------------------------------------------- */
-
-static void run_given(dp *d, uint32_t S)
+static void run_tail(dp *d, uint32_t S, uint32_t L)
 {
     const tr_model *md = d->md;
-    uint32_t n = md->n_units, Q = d->Q;
-    for (uint32_t q = 0; q <= S; q++)
-        d->f[(size_t)n * Q + q] = q == 0 ? 0.0 : INFINITY;
-    for (uint32_t a = n; a-- > 0 && !stopped(d, a);) {
-        d->f[(size_t)a * Q] = INFINITY;
-        for (uint32_t q = 1; q <= S; q++) {
+    uint32_t n = md->n_units, N1 = n + 1;
+    int same = d->h_valid && d->h_len == L;
+    for (uint32_t q = 1; same && q <= L; q++)
+        same = d->h_cls[q] == md->dev_class[S - q];
+    if (same)
+        return;
+    for (uint32_t a = 0; a <= n; a++)
+        d->h[a] = a == n ? 0.0 : INFINITY;
+    for (uint32_t q = 1; q <= L && d->rc == PARTD_OK; q++) {
+        double *Hq = d->h + (size_t)q * N1;
+        const double *Hp = Hq - N1;
+        uint32_t cls = md->dev_class[S - q], ki = tr_kidx(md, q);
+        double speed_m = md->cls_speed[cls] * md->M;
+        d->h_cls[q] = cls;
+        for (uint32_t a = 0; a < n && !stopped(d, a); a++) {
             double best = INFINITY;
-            if (q <= n - a)
-                relax(d, a, md->dev_class[S - q], tr_k(md, q), q - 1, q, 0, &best);
-            d->f[(size_t)a * Q + q] = best;
+            for (uint32_t b = a + 1; b <= a + md->len[a] && !past_bound(d, a, b, speed_m); b++) {
+                double t = *tr_cell(md, a, b, cls, ki);
+                double v = combine(d, t, Hp[b]);
+                if (t <= d->bound && v < best) {
+                    best = v;
+                    if (d->h_pick)
+                        d->h_pick[(size_t)q * N1 + a] = b;
+                }
+            }
+            Hq[a] = best;
+        }
+        Hq[n] = INFINITY;
+    }
+    d->h_len = L;
+    d->h_valid = d->rc == PARTD_OK;
+}
+
+/* The best stage count and the unit where the tail starts (in `state`). */
+static final solve_given(dp *d)
+{
+    const tr_model *md = d->md;
+    uint32_t n = md->n_units, N1 = n + 1, fixed = md->opt->stages;
+    uint32_t lo = fixed ? fixed : 1, hi = fixed ? fixed : md->max_stages, P = 0;
+    final best = {INFINITY, 0, 0};
+    for (uint32_t S = lo; S <= hi; S++)
+        if (S - tail_len(md, S) > P)
+            P = S - tail_len(md, S);
+    d->h_valid = 0;
+    run_front(d, P);
+    for (uint32_t S = lo; S <= hi && d->rc == PARTD_OK; S++) {
+        uint32_t L = tail_len(md, S);
+        run_tail(d, S, L);
+        const double *G = d->f + (size_t)(S - L) * N1, *H = d->h + (size_t)L * N1;
+        for (uint32_t a = 0; a <= n; a++) {
+            if (isinf(G[a]) || isinf(H[a]))
+                continue;
+            double v = combine(d, G[a], H[a]);
+            if (v < best.value)
+                best = (final){v, a, S};
         }
     }
+    if (d->pick_b && best.S) /* the picks of the best S's tail */
+        run_tail(d, best.S, tail_len(md, best.S));
+    return best;
 }
 
 /* ---- driving ---------------------------------------------------------------- */
@@ -223,6 +306,14 @@ static int dp_init(dp *d, const tr_model *md, const partd_cancel *cancel, int re
         }
     } else {
         Q = md->max_stages + 1;
+        d->tail_cap = (md->M - 1 < md->max_stages ? md->M - 1 : md->max_stages) + 1;
+        size_t hc = (size_t)d->tail_cap * (md->n_units + 1);
+        if (hc > TR_MAX_STATES)
+            return PARTD_ETOOBIG;
+        d->h = malloc(hc * sizeof *d->h);
+        d->h_cls = calloc(d->tail_cap, sizeof *d->h_cls);
+        if (!d->h || !d->h_cls || (record && !(d->h_pick = calloc(hc, sizeof *d->h_pick))))
+            return PARTD_ENOMEM;
     }
     d->Q = (uint32_t)Q;
     size_t cells = (size_t)(md->n_units + 1) * Q;
@@ -255,14 +346,10 @@ static void dp_free(dp *d)
     free(d->f);
     free(d->pick_b);
     free(d->pick_j);
+    free(d->h);
+    free(d->h_pick);
+    free(d->h_cls);
 }
-
-/* One DP at the current bound: the best final value (sum, or max), with its
- * final state and stage count; INFINITY when no plan. */
-typedef struct final {
-    double value;
-    uint32_t state, S;
-} final;
 
 static final solve(dp *d)
 {
@@ -279,16 +366,7 @@ static final solve(dp *d)
         }
         return best;
     }
-    for (uint32_t S = fixed ? fixed : 1; S <= (fixed ? fixed : md->max_stages); S++) {
-        run_given(d, S);
-        double v = d->f[S];
-        if (v < best.value)
-            best = (final){v, S, S};
-    }
-    /* The picks are those of the last S run: run the best one again. */
-    if (d->pick_b && best.S && best.S != (fixed ? fixed : md->max_stages))
-        run_given(d, best.S);
-    return best;
+    return solve_given(d);
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -317,6 +395,28 @@ static int candidate_bounds(const tr_model *md, double **out, size_t *n_out)
     return PARTD_OK;
 }
 
+/* The recorded plan of a given-order DP: the front's stages back from the
+ * tail's start, then the tail's. */
+static int extract_given(const dp *d, final f, tr_solution *sol)
+{
+    const tr_model *md = d->md;
+    uint32_t N1 = md->n_units + 1, L = tail_len(md, f.S), head = f.S - L, a = f.state;
+    for (uint32_t p = head; p-- > 0;) {
+        uint32_t from = d->pick_b[(size_t)(p + 1) * N1 + a];
+        sol->stages[p] = (tr_pick){from, a, md->dev_class[p], p, tr_k(md, f.S - p)};
+        a = from;
+    }
+    if (a != 0)
+        return PARTD_EINTERNAL;
+    a = f.state;
+    for (uint32_t q = L; q >= 1; q--) {
+        uint32_t p = f.S - q, b = d->h_pick[(size_t)q * N1 + a];
+        sol->stages[p] = (tr_pick){a, b, md->dev_class[p], p, tr_k(md, q)};
+        a = b;
+    }
+    return a == md->n_units ? PARTD_OK : PARTD_EINTERNAL;
+}
+
 /* Reads the recorded plan of final state f into sol. */
 static int extract(const dp *d, final f, tr_solution *sol)
 {
@@ -328,24 +428,20 @@ static int extract(const dp *d, final f, tr_solution *sol)
         return PARTD_ENOMEM;
     }
     sol->S = f.S;
+    if (!md->opt->device_order_auto) {
+        free(next_dev);
+        return extract_given(d, f, sol);
+    }
     uint32_t a = 0, s = f.state;
     for (uint32_t p = 0; p < f.S; p++) {
-        uint32_t q = f.S - p, cls, b = d->pick_b[(size_t)a * d->Q + s];
-        uint32_t dev;
-        if (md->opt->device_order_auto) {
-            cls = d->pick_j[(size_t)a * d->Q + s];
-            /* The class's devices in list order, by pipeline position. */
-            uint32_t seen = 0;
-            for (dev = 0; dev < md->req->n_devices; dev++)
-                if (md->dev_class[dev] == cls && seen++ == next_dev[cls])
-                    break;
-            next_dev[cls]++;
-            s -= d->radix[cls];
-        } else {
-            dev = p;
-            cls = md->dev_class[dev];
-            s = q - 1;
-        }
+        uint32_t q = f.S - p, b = d->pick_b[(size_t)a * d->Q + s];
+        uint32_t cls = d->pick_j[(size_t)a * d->Q + s], dev, seen = 0;
+        /* The class's devices in list order, by pipeline position. */
+        for (dev = 0; dev < md->req->n_devices; dev++)
+            if (md->dev_class[dev] == cls && seen++ == next_dev[cls])
+                break;
+        next_dev[cls]++;
+        s -= d->radix[cls];
         sol->stages[p] = (tr_pick){a, b, cls, dev, tr_k(md, q)};
         a = b;
     }

@@ -91,7 +91,7 @@ def random_request(rng):
     # Memory around what the graph needs, so that plans are tight: some
     # infeasible, many needing checkpoints or more stages.
     need = sum(n.get("output_bytes", 0) + n.get("param_bytes", 0) for n in nodes) + 200
-    n_dev = rng.randint(1, 3)
+    n_dev = rng.randint(1, 4)
     kinds = [(rng.choice([1.0, 2.0, 0.5]), int(need * rng.choice([0.3, 0.5, 0.8, 1.5])))
              for _ in range(2)]
     devices = []
@@ -104,7 +104,7 @@ def random_request(rng):
     if rng.random() < 0.7:
         training["schedule"] = rng.choice(["gpipe", "1f1b"])
     if rng.random() < 0.8:
-        training["microbatches"] = rng.randint(1, 4)
+        training["microbatches"] = rng.randint(1, 5)
     if rng.random() < 0.3:
         training["stages"] = rng.randint(1, n_dev)
     if rng.random() < 0.6:
