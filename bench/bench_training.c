@@ -7,7 +7,7 @@
  * units) on devices of two kinds (half twice as fast with 1.3x the memory of
  * an even share, half 0.7x), memory_slack times the graph's bytes in all:
  *   - 96 blocks (~100 units, ~1350 nodes) on 8 devices, M = 16;
- *   - ~1000 units on 64 devices, M = 16.
+ *   - ~1000 units on 64 devices, M = 16, device order auto and given.
  * Prints the best planning time of a few runs (partd_plan_run on the decoded
  * request), step, stages and the number of checkpointed units. Asserts
  * nothing about time; the issue's targets are 1 s and 10 s on 2 cores.
@@ -86,5 +86,7 @@ int main(void)
     bad |= bench_one("96 blocks, 8 devices (2 kinds), M=16", 96, 8, 6.0, auto16, 3);
     bad |= bench_one("96 blocks, 8 devices, M=16, tight memory", 96, 8, 2.5, auto16, 3);
     bad |= bench_one("~1000 units, 64 devices (2 kinds), M=16", 998, 64, 6.0, auto16, 1);
+    bad |= bench_one("~1000 units, 64 devices, given order, M=16", 998, 64, 6.0,
+                     "\"training\":{\"microbatches\":16}", 1);
     return bad;
 }

@@ -180,18 +180,21 @@ static void run_front(dp *d, uint32_t P)
     }
 }
 
+/* H[q] depends only on the classes of the last q devices (S - 1 down to
+ * S - q), so the layers a previous stage count computed on the same
+ * classes stay. */
 static void run_tail(dp *d, uint32_t S, uint32_t L)
 {
     const tr_model *md = d->md;
-    uint32_t n = md->n_units, N1 = n + 1;
-    int same = d->h_valid && d->h_len == L;
-    for (uint32_t q = 1; same && q <= L; q++)
-        same = d->h_cls[q] == md->dev_class[S - q];
-    if (same)
-        return;
-    for (uint32_t a = 0; a <= n; a++)
-        d->h[a] = a == n ? 0.0 : INFINITY;
-    for (uint32_t q = 1; q <= L && d->rc == PARTD_OK; q++) {
+    uint32_t n = md->n_units, N1 = n + 1, keep = 0, old_len = d->h_valid ? d->h_len : 0;
+    if (d->h_valid)
+        while (keep < L && keep < d->h_len && d->h_cls[keep + 1] == md->dev_class[S - keep - 1])
+            keep++;
+    else
+        for (uint32_t a = 0; a <= n; a++)
+            d->h[a] = a == n ? 0.0 : INFINITY;
+    d->h_valid = 0;
+    for (uint32_t q = keep + 1; q <= L && d->rc == PARTD_OK; q++) {
         double *Hq = d->h + (size_t)q * N1;
         const double *Hp = Hq - N1;
         uint32_t cls = md->dev_class[S - q], ki = tr_kidx(md, q);
@@ -212,7 +215,8 @@ static void run_tail(dp *d, uint32_t S, uint32_t L)
         }
         Hq[n] = INFINITY;
     }
-    d->h_len = L;
+    /* Layers above L stay valid only when none below was rewritten. */
+    d->h_len = keep == L && old_len > L ? old_len : L;
     d->h_valid = d->rc == PARTD_OK;
 }
 
