@@ -6,9 +6,11 @@
  * the largest time, a DP gives the least sum over plans whose every stage
  * takes at most B; the optimum is the least DP(B) + (M - 1) * B over the
  * distinct stage times B (at the optimal plan's own bottleneck the DP finds
- * a plan at least as good). B rises until (M - 1) * B + DP(no bound) reaches
- * the best step found: no larger B can do better (Alpa's inter-operator DP
- * stops the same way).
+ * a plan at least as good), as in Alpa's inter-operator DP. B starts at the
+ * least achievable bottleneck (the same DP with max for sum); DP(B) never
+ * rises with B, so the candidates are bisected: an interval whose ends have
+ * the same DP, or whose least possible step reaches the best found, holds
+ * no better bound.
  *
  * The DP runs from the last unit backwards, so that a stage knows how many
  * stages follow it (1f1b's k = min(M, stages from the end)):
@@ -453,6 +455,56 @@ static int extract(const dp *d, final f, tr_solution *sol)
     return a == md->n_units ? PARTD_OK : PARTD_EINTERNAL;
 }
 
+/* ---- the bound ---------------------------------------------------------------- */
+
+/* DP(B) never rises with B, so between two bounds with the same DP no bound
+ * does better than the smaller (step = DP(B) + (M - 1) B); bisecting the
+ * candidates evaluates O(distinct DP values x log candidates) bounds, and an
+ * interval whose least possible step reaches the best is skipped. */
+typedef struct bound_search {
+    dp *d;
+    const double *B;
+    double Mm1;
+    double best_step, best_bound;
+} bound_search;
+
+static void consider_step(bound_search *bs, size_t i, double sum)
+{
+    if (!isinf(sum) && sum + bs->Mm1 * bs->B[i] < bs->best_step) {
+        bs->best_step = sum + bs->Mm1 * bs->B[i];
+        bs->best_bound = bs->B[i];
+    }
+}
+
+static int eval_bound(bound_search *bs, size_t i, double *sum)
+{
+    int rc = partd_cancel_check(bs->d->cancel);
+    if (rc != PARTD_OK)
+        return rc;
+    bs->d->bound = bs->B[i];
+    final f = solve(bs->d);
+    if (bs->d->rc != PARTD_OK)
+        return bs->d->rc;
+    *sum = f.value;
+    consider_step(bs, i, f.value);
+    return PARTD_OK;
+}
+
+/* The bounds strictly between i and k, whose DPs vi >= vk are known. */
+static int search_between(bound_search *bs, size_t i, double vi, size_t k, double vk)
+{
+    if (k - i <= 1 || vi == vk || vk + bs->Mm1 * bs->B[i + 1] >= bs->best_step)
+        return PARTD_OK;
+    size_t mid = i + (k - i) / 2;
+    double vm;
+    int rc = eval_bound(bs, mid, &vm);
+    if (rc == PARTD_OK)
+        rc = search_between(bs, i, vi, mid, vm);
+    if (rc == PARTD_OK)
+        rc = search_between(bs, mid, vm, k, vk);
+    return rc;
+}
+
 int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
 {
     dp d;
@@ -467,7 +519,7 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
     final free_best = solve(&d);
     if ((rc = d.rc) != PARTD_OK || isinf(free_best.value))
         goto out; /* sol->found = 0 */
-    double best_bound = INFINITY, best_step = INFINITY;
+    double best_bound = INFINITY;
     double Mm1 = (double)md->M - 1;
     if (!md->shortfall && md->M > 1) {
         /* No bound below the least achievable bottleneck has a plan: find
@@ -482,24 +534,20 @@ int tr_search(const tr_model *md, const partd_cancel *cancel, tr_solution *sol)
         size_t first = 0;
         while (first < n_cands && cands[first] < least_max)
             first++;
-        for (size_t i = first; i < n_cands; i++) {
-            double B = cands[i];
-            if (Mm1 * B + free_best.value >= best_step)
-                break;
-            if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
-                goto out;
-            d.bound = B;
-            final f = solve(&d);
-            if ((rc = d.rc) != PARTD_OK)
-                goto out;
-            if (!isinf(f.value) && f.value + Mm1 * B < best_step) {
-                best_step = f.value + Mm1 * B;
-                best_bound = B;
-            }
-            /* Larger bounds cannot lower the sum below the unbounded one. */
-            if (f.value <= free_best.value)
-                break;
+        if (first == n_cands) {
+            rc = PARTD_EINTERNAL; /* the least bottleneck is a stage time */
+            goto out;
         }
+        bound_search bsr = {&d, cands, Mm1, INFINITY, INFINITY};
+        /* The largest bound allows every stage: its DP is the unbounded one. */
+        size_t last = n_cands - 1;
+        double v_first;
+        consider_step(&bsr, last, free_best.value);
+        if ((rc = eval_bound(&bsr, first, &v_first)) == PARTD_OK && first < last)
+            rc = search_between(&bsr, first, v_first, last, free_best.value);
+        if (rc != PARTD_OK)
+            goto out;
+        best_bound = bsr.best_bound;
     }
     /* Record the chosen DP once more. */
     dp rec;
