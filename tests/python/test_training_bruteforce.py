@@ -12,7 +12,11 @@ merges identical units and checkpointing decides), and
   * re-derives every figure of every stage of partd's plan from the
     contract (units, in_flight, forward/backward/recompute/comm/time,
     memory_bytes, device_memory_bytes) and checks that it fits.
-Also the fairscale correspondence of the fixed checkpoint modes.
+On stacks too large to enumerate (up to 14 blocks, 7 devices, 9
+microbatches): with identical devices the given order and device_order auto
+find the same step, equal to the best fixed stage count; with mixed devices
+auto is never worse. Also the fairscale correspondence of the fixed
+checkpoint modes.
 
 One point of arithmetic the contract leaves to the implementation:
 memory_bytes is the contract's pf * params + N / M rounded up, computed as
@@ -21,6 +25,7 @@ the reference computes it the same way.
 """
 
 import itertools
+import json
 import math
 import random
 
@@ -122,7 +127,7 @@ def random_request(rng):
     return {"graph": {"name": "rand", "nodes": nodes}, "devices": devices, "options": options}
 
 
-def stack_request(rng):
+def stack_request(rng, blocks=(2, 5)):
     """A stack of identical blocks (the planner merges identical units into
     one class), with an embedding and a head, on tight memory so that
     checkpointing decides."""
@@ -134,7 +139,7 @@ def stack_request(rng):
     lats = [rng.choice([0.5, 1.0, 2.0]) for _ in range(size)]
     skip = rng.random() < 0.5
     prev = "emb"
-    for b in range(rng.randint(2, 5)):
+    for b in range(rng.randint(*blocks)):
         first = prev
         for k in range(size):
             name = f"b{b}_{k}"
@@ -499,3 +504,57 @@ def test_fairscale_checkpoint_counts(mode, chunks):
         assert part["checkpointed"] == part["units"]
     else:
         assert part["checkpointed"] == []
+
+
+# -- consistency on graphs too large to enumerate -------------------------------
+
+def larger_request(rng, identical):
+    req = stack_request(rng, blocks=(6, 14))
+    # more blocks and devices than the brute force takes
+    n_dev = rng.randint(4, 7)
+    act = sum(n.get("output_bytes", 0) for n in req["graph"]["nodes"])
+    if identical:
+        mem = int(act * rng.choice([0.3, 0.5, 1.0]))
+        req["devices"] = [{"name": f"d{i}", "memory_bytes": mem} for i in range(n_dev)]
+    else:
+        req["devices"] = [{"name": f"d{i}", "memory_bytes": int(act * rng.choice([0.3, 0.6, 1.0])),
+                           "speed": rng.choice([1.0, 2.0])} for i in range(n_dev)]
+    t = req["options"]["training"]
+    t["microbatches"] = rng.randint(1, 9)
+    t["checkpoint"] = rng.choice(["auto", "auto", "never", "always", "except_last"])
+    t.pop("device_order", None)
+    return req
+
+
+def step_of(req, **training):
+    r = json.loads(json.dumps(req))
+    r["options"]["training"].update(training)
+    status, result, _, stderr = run_plan(partd_bin(), r)
+    assert status in (0, 3), stderr
+    return result["summary"]["step_ms"] if status == 0 else None
+
+
+@pytest.mark.parametrize("index", range(30))
+def test_given_and_auto_order_agree_on_identical_devices(index):
+    """With identical devices the order cannot matter: the two searches
+    (counts per device kind, and the given order's front/tail DP) must find
+    the same step; with fixed stage counts too."""
+    req = larger_request(random.Random(1000 + index), identical=True)
+    given, auto = step_of(req, device_order="given"), step_of(req, device_order="auto")
+    assert (given is None) == (auto is None)
+    if given is not None:
+        assert close(given, auto), (given, auto)
+    per_count = [step_of(req, stages=S) for S in range(1, len(req["devices"]) + 1)
+                 if S <= len(Ref(req).units)]
+    feasible = [s for s in per_count if s is not None]
+    assert (given is None) == (not feasible)
+    if feasible:
+        assert close(given, min(feasible))
+
+
+@pytest.mark.parametrize("index", range(30))
+def test_auto_order_is_never_worse_than_given(index):
+    req = larger_request(random.Random(2000 + index), identical=False)
+    given, auto = step_of(req, device_order="given"), step_of(req, device_order="auto")
+    if given is not None:
+        assert auto is not None and auto <= given * (1 + REL)
