@@ -1048,11 +1048,7 @@ static void decode_options(decoder *d, json_t *o)
         decode_sac_options(d, json_object_get(o, "sac"));
         partd_decode_training_options(&d->r, json_object_get(o, "training"), req);
     }
-    if (!req->options.training.microbatches) /* default: one per device */
-        req->options.training.microbatches =
-            req->n_devices < 1 ? 1
-            : req->n_devices > PARTD_TRAINING_MAX_MICROBATCHES ? PARTD_TRAINING_MAX_MICROBATCHES
-                                                               : req->n_devices;
+    partd_training_fill_defaults(req);
     if (!req->options.pipeline.stages)
         req->options.pipeline.stages = default_stages;
     if (req->options.sac.enabled && !req->options.sac.memory_budget_bytes) {

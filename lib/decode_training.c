@@ -79,3 +79,12 @@ void partd_decode_training_options(partd_reader *r, json_t *o, partd_request *re
         partd_read_number(r, v, "/options/training/param_factor", 0, 1,
                           PARTD_TRAINING_MAX_FACTOR, &to->param_factor);
 }
+
+void partd_training_fill_defaults(partd_request *req)
+{
+    partd_training_options *to = &req->options.training;
+    if (to->microbatches)
+        return;
+    uint32_t n = req->n_devices ? req->n_devices : 1;
+    to->microbatches = n < PARTD_TRAINING_MAX_MICROBATCHES ? n : PARTD_TRAINING_MAX_MICROBATCHES;
+}

@@ -31,4 +31,8 @@ void partd_training_defaults(partd_training_options *to);
 
 void partd_decode_training_options(partd_reader *r, json_t *o, partd_request *req);
 
+/* The defaults that depend on the request: microbatches = number of devices
+ * (at most PARTD_TRAINING_MAX_MICROBATCHES). Call after decoding options. */
+void partd_training_fill_defaults(partd_request *req);
+
 #endif
