@@ -322,9 +322,12 @@ static int fill_row(iter *it, int shortfall, best *bs, uint32_t *cls_of, uint32_
     return PARTD_OK;
 }
 
-/* Longest ranges: a stage whose parameters alone pass the largest device
- * can never fit (and in shortfall mode every range is kept). */
-static int measure_ranges(tr_model *md, iter *it, int shortfall)
+/* Longest ranges. A stage needs at least param_factor * params bytes, and
+ * parameters only grow with b: past the largest device's memory no longer
+ * stage fits. In shortfall mode, past the largest device's memory plus the
+ * largest shortfall of one plan (`limit`), no longer stage belongs to the
+ * plan minimising the largest shortfall. */
+static void measure_ranges(tr_model *md, iter *it, double limit)
 {
     uint64_t total = 0;
     for (uint32_t a = 0; a < md->n_units; a++) {
@@ -332,18 +335,38 @@ static int measure_ranges(tr_model *md, iter *it, int shortfall)
         uint32_t len = 0;
         while (it->b < md->n_units) {
             iter_next(it);
-            len++;
-            if (!shortfall &&
-                ceil(md->opt->param_factor * (double)it->rg.params) > (double)md->max_mem) {
-                len--;
+            if (ceil(md->opt->param_factor * (double)it->rg.params) > limit)
                 break;
-            }
+            len++;
         }
         md->len[a] = len;
         md->off[a] = total;
         total += len;
     }
     md->n_ranges = total;
+}
+
+/* The largest shortfall of one plan: the units split evenly over the
+ * first stages devices in the given order (valid for every order), each
+ * stage with its least-memory checkpoint set. */
+static int even_split_shortfall(const tr_model *md, double *out)
+{
+    uint32_t S = md->opt->stages ? md->opt->stages : md->max_stages, n = md->n_units;
+    double worst = -INFINITY;
+    for (uint32_t p = 0; p < S; p++) {
+        uint32_t a = (uint32_t)((uint64_t)n * p / S), b = (uint32_t)((uint64_t)n * (p + 1) / S);
+        uint32_t cls = md->dev_class[p], k = tr_k(md, S - p), *units, n_units;
+        tr_range rg;
+        tr_ckpt x;
+        int rc = tr_stage_choose(md, a, b, cls, k, 0, &rg, &x, &units, &n_units);
+        if (rc != PARTD_OK)
+            return rc;
+        free(units);
+        double v = (double)tr_stage_memory(md, &rg, &x, k) - (double)md->cls_mem[cls];
+        if (v > worst)
+            worst = v;
+    }
+    *out = worst;
     return PARTD_OK;
 }
 
@@ -363,7 +386,14 @@ int tr_table_build(tr_model *md, int shortfall, const partd_cancel *cancel, part
     if (!bs || !cls_of || !k_of || !md->len || !md->off || iter_init(&it, md, 0) != 0)
         goto out;
     md->shortfall = shortfall;
-    measure_ranges(md, &it, shortfall);
+    double limit = (double)md->max_mem, worst = 0;
+    if (shortfall) {
+        if ((rc = even_split_shortfall(md, &worst)) != PARTD_OK)
+            goto out;
+        limit += worst > 0 ? worst : 0;
+        rc = PARTD_ENOMEM;
+    }
+    measure_ranges(md, &it, limit);
     size_t cells = (size_t)md->n_ranges * nq;
     md->table = malloc((cells ? cells : 1) * sizeof *md->table);
     if (!md->table)
