@@ -12,13 +12,16 @@
  * the same DP, or whose least possible step reaches the best found, holds
  * no better bound.
  *
- * The DP runs from the last unit backwards, so that a stage knows how many
- * stages follow it (1f1b's k = min(M, stages from the end)):
- *   - device_order auto: state (first unit a, stages used per device class);
- *     the stage starting at a takes one device of a class;
- *   - device_order given: for each stage count S, state (a, stages left q);
- *     the stage runs on devices[S - q].
- * In shortfall mode (no plan fits) the same DP minimises the largest memory
+ * A stage must know how many stages follow it (1f1b's k = min(M, stages
+ * from the end)):
+ *   - device_order auto: the DP runs from the last unit backwards over
+ *     states (first unit a, stages used per device kind); the stage starting
+ *     at a takes one device of a kind, so the order is free and only counts
+ *     per kind matter;
+ *   - device_order given: stage p on devices[p]; a front DP for the stages
+ *     with k = M, shared by every stage count, and per stage count a tail DP
+ *     for the last M - 1 stages (see below).
+ * In shortfall mode (no plan fits) the same DPs minimise the largest memory
  * shortfall instead, with no bound.
  */
 #include "training_search.h"
