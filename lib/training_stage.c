@@ -327,7 +327,7 @@ static int fill_row(iter *it, int shortfall, best *bs, uint32_t *cls_of, uint32_
  * stage fits. In shortfall mode, past the largest device's memory plus the
  * largest shortfall of one plan (`limit`), no longer stage belongs to the
  * plan minimising the largest shortfall. */
-static void measure_ranges(tr_model *md, iter *it, double limit)
+static void measure_ranges(tr_model *md, iter *it, double limit, double fb_limit)
 {
     uint64_t total = 0;
     for (uint32_t a = 0; a < md->n_units; a++) {
@@ -335,7 +335,8 @@ static void measure_ranges(tr_model *md, iter *it, double limit)
         uint32_t len = 0;
         while (it->b < md->n_units) {
             iter_next(it);
-            if (ceil(md->opt->param_factor * (double)it->rg.params) > limit)
+            if (ceil(md->opt->param_factor * (double)it->rg.params) > limit ||
+                it->rg.fwd + it->rg.bwd > fb_limit)
                 break;
             len++;
         }
@@ -344,6 +345,39 @@ static void measure_ranges(tr_model *md, iter *it, double limit)
         total += len;
     }
     md->n_ranges = total;
+}
+
+/* The step of the best plan splitting the units evenly over the first S
+ * devices in the given order (valid for every order), over the stage
+ * counts allowed; INFINITY when none fits. Every stage of an optimal plan
+ * takes at most step / M (step >= M * the largest stage time). */
+static int even_split_step(const tr_model *md, double *out)
+{
+    uint32_t lo = md->opt->stages ? md->opt->stages : 1;
+    uint32_t hi = md->opt->stages ? md->opt->stages : md->max_stages, n = md->n_units;
+    *out = INFINITY;
+    for (uint32_t S = lo; S <= hi; S++) {
+        double sum = 0, max = 0;
+        int fits = 1;
+        for (uint32_t p = 0; p < S && fits; p++) {
+            uint32_t a = (uint32_t)((uint64_t)n * p / S), b = (uint32_t)((uint64_t)n * (p + 1) / S);
+            uint32_t cls = md->dev_class[p], k = tr_k(md, S - p), *units, n_units;
+            tr_range rg;
+            tr_ckpt x;
+            int rc = tr_stage_choose(md, a, b, cls, k, 1, &rg, &x, &units, &n_units);
+            if (rc != PARTD_OK)
+                return rc;
+            free(units);
+            fits = tr_stage_memory(md, &rg, &x, k) <= md->cls_mem[cls];
+            double t = tr_stage_time(md, &rg, &x, md->cls_speed[cls]);
+            sum += t;
+            max = t > max ? t : max;
+        }
+        double step = sum + ((double)md->M - 1) * max;
+        if (fits && step < *out)
+            *out = step;
+    }
+    return PARTD_OK;
 }
 
 /* The largest shortfall of one plan: the units split evenly over the
@@ -386,14 +420,23 @@ int tr_table_build(tr_model *md, int shortfall, const partd_cancel *cancel, part
     if (!bs || !cls_of || !k_of || !md->len || !md->off || iter_init(&it, md, 0) != 0)
         goto out;
     md->shortfall = shortfall;
-    double limit = (double)md->max_mem, worst = 0;
+    double limit = (double)md->max_mem, worst = 0, fb_limit = INFINITY, step = INFINITY;
     if (shortfall) {
         if ((rc = even_split_shortfall(md, &worst)) != PARTD_OK)
             goto out;
         limit += worst > 0 ? worst : 0;
-        rc = PARTD_ENOMEM;
+    } else {
+        /* A stage of (forward + backward) fb at speed 1 takes at least
+         * fb / (fastest speed * M); more than step / M cannot be optimal. */
+        if ((rc = even_split_step(md, &step)) != PARTD_OK)
+            goto out;
+        double fastest = 0;
+        for (uint32_t c = 0; c < md->n_classes; c++)
+            fastest = md->cls_speed[c] > fastest ? md->cls_speed[c] : fastest;
+        fb_limit = step * fastest * (1 + 1e-9);
     }
-    measure_ranges(md, &it, limit);
+    rc = PARTD_ENOMEM;
+    measure_ranges(md, &it, limit, fb_limit);
     size_t cells = (size_t)md->n_ranges * nq;
     md->table = malloc((cells ? cells : 1) * sizeof *md->table);
     if (!md->table)
