@@ -273,7 +273,8 @@ int main(void)
            probe.p99_ms);
 
     /* A result of about 1 MB from the size_based planner. */
-    partd_gen_spec spec = {80000, 4, 0, 1.5, "size_based", NULL, 1};
+    partd_gen_spec spec = {.n_nodes = 80000, .n_devices = 4, .memory_slack = 1.5,
+                           .mode = "size_based", .seed = 1};
     size_t len;
     char *req = partd_gen_request(&spec, &len);
     char id[33], path[80];
@@ -309,8 +310,10 @@ int main(void)
     for (long i = 0; i < n_busy; i++) {
         /* Memory balancing over thousands of stages: tens of seconds of
          * planning, longer than the two measurements below. */
-        partd_gen_spec big = {1000000, 8192, 0, 1.5, "pipeline",
-                              "\"pipeline\":{\"balance_by\":\"memory\"}", (uint64_t)(100 + i)};
+        partd_gen_spec big = {.n_nodes = 1000000, .n_devices = 8192, .memory_slack = 1.5,
+                              .mode = "pipeline",
+                              .extra_options = "\"pipeline\":{\"balance_by\":\"memory\"}",
+                              .seed = (uint64_t)(100 + i)};
         req = partd_gen_request(&big, &len);
         if (!req)
             die("out of memory generating a request");

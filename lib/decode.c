@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "enums.h"
+#include "decode_training.h"
 #include "hash.h"
 #include "json_read.h"
 #include "modules.h"
@@ -152,11 +153,14 @@ static int alloc_graph(decoder *d, uint32_t n)
     g->param_bytes = calloc(k, sizeof *g->param_bytes);
     g->latency_ms = calloc(k, sizeof *g->latency_ms);
     g->mem_latency_ms = calloc(k, sizeof *g->mem_latency_ms);
+    g->backward_ms = calloc(k, sizeof *g->backward_ms);
+    g->has_backward = calloc(k, 1);
     d->in_name_off = calloc(k + 1, sizeof *d->in_name_off);
     d->par_name_off = calloc(k + 1, sizeof *d->par_name_off);
     return g->op && g->has_params && g->name && g->target && g->module &&
                    g->request_index && g->output_bytes && g->param_bytes &&
-                   g->latency_ms && g->mem_latency_ms && d->in_name_off &&
+                   g->latency_ms && g->mem_latency_ms && g->backward_ms &&
+                   g->has_backward && d->in_name_off &&
                    d->par_name_off
                ? 0
                : -1;
@@ -240,7 +244,7 @@ static int64_t decode_params(decoder *d, json_t *v, const char *base)
 
 typedef enum node_member {
     M_UNKNOWN, M_NAME, M_OP, M_TARGET, M_INPUTS, M_OUTPUT_BYTES, M_PARAM_BYTES, M_PARAMS,
-    M_LATENCY, M_MEM_LATENCY, M_MODULE, M_META
+    M_LATENCY, M_MEM_LATENCY, M_BACKWARD, M_MODULE, M_META
 } node_member;
 
 /* One comparison per member instead of a lookup per possible member: nodes
@@ -260,6 +264,7 @@ static node_member classify_node_member(const char *key)
             return M_PARAM_BYTES;
         return strcmp(key, "params") == 0 ? M_PARAMS : M_UNKNOWN;
     case 'l': return strcmp(key, "latency_ms") == 0 ? M_LATENCY : M_UNKNOWN;
+    case 'b': return strcmp(key, "backward_ms") == 0 ? M_BACKWARD : M_UNKNOWN;
     case 'm':
         if (strcmp(key, "mem_latency_ms") == 0)
             return M_MEM_LATENCY;
@@ -300,6 +305,10 @@ static void decode_node(decoder *d, json_t *node, size_t i)
         case M_OUTPUT_BYTES: partd_read_bytes(r, v, ptr, 0, &g->output_bytes[i]); break;
         case M_LATENCY: partd_read_number(r, v, ptr, 0, 0, 1e12, &g->latency_ms[i]); break;
         case M_MEM_LATENCY: partd_read_number(r, v, ptr, 0, 0, 1e12, &g->mem_latency_ms[i]); break;
+        case M_BACKWARD:
+            g->has_backward[i] =
+                partd_read_number(r, v, ptr, 0, 0, 1e12, &g->backward_ms[i]) == 0;
+            break;
         case M_META: partd_read_object(r, v, ptr, NULL); break;
         case M_UNKNOWN: add(d, ptr, "unknown member"); break;
         }
@@ -737,7 +746,9 @@ static int build_planning_order(decoder *d, const uint32_t *order)
              permute(&g->output_bytes, sizeof *g->output_bytes, order, n) |
              permute(&g->param_bytes, sizeof *g->param_bytes, order, n) |
              permute(&g->latency_ms, sizeof *g->latency_ms, order, n) |
-             permute(&g->mem_latency_ms, sizeof *g->mem_latency_ms, order, n);
+             permute(&g->mem_latency_ms, sizeof *g->mem_latency_ms, order, n) |
+             permute(&g->backward_ms, sizeof *g->backward_ms, order, n) |
+             permute(&g->has_backward, sizeof *g->has_backward, order, n);
     g->output_node = PARTD_NONE;
     for (uint32_t p = 0; p < n; p++)
         if (g->op[p] == PARTD_OP_OUTPUT)
@@ -1002,12 +1013,13 @@ static void set_default_options(partd_request *req)
     o->pipeline.param_factor = 1.0;
     o->sac.world_size = 1;
     o->sac.time_limit_ms = 10000;
+    partd_training_defaults(&o->training);
 }
 
 static void decode_options(decoder *d, json_t *o)
 {
     static const char *const members[] = {"mode", "transfer_bytes_per_sec", "pipeline",
-                                          "sac", NULL};
+                                          "sac", "training", NULL};
     partd_request *req = d->req;
     uint32_t default_stages = req->n_devices < req->graph.n_ops ? req->n_devices
                                                                   : req->graph.n_ops;
@@ -1027,7 +1039,9 @@ static void decode_options(decoder *d, json_t *o)
                               &req->options.transfer_bytes_per_sec);
         decode_pipeline_options(d, json_object_get(o, "pipeline"), default_stages);
         decode_sac_options(d, json_object_get(o, "sac"));
+        partd_decode_training_options(&d->r, json_object_get(o, "training"), req);
     }
+    partd_training_fill_defaults(req);
     if (!req->options.pipeline.stages)
         req->options.pipeline.stages = default_stages;
     if (req->options.sac.enabled && !req->options.sac.memory_budget_bytes) {
@@ -1056,6 +1070,8 @@ void partd_request_free(partd_request *req)
     free(g->param_bytes);
     free(g->latency_ms);
     free(g->mem_latency_ms);
+    free(g->backward_ms);
+    free(g->has_backward);
     free(g->in_off);
     free(g->in_idx);
     free(g->user_off);
@@ -1076,7 +1092,7 @@ void partd_request_free(partd_request *req)
 uint64_t partd_request_model_bytes(const partd_request *req)
 {
     const partd_graph *g = &req->graph;
-    uint64_t per_node = 2 + 5 * sizeof(uint32_t) + 4 * 8 + 3 * sizeof(uint32_t);
+    uint64_t per_node = 3 + 5 * sizeof(uint32_t) + 5 * 8 + 3 * sizeof(uint32_t);
     return (uint64_t)g->n_nodes * per_node +
            (uint64_t)(g->in_off ? g->in_off[g->n_nodes] : 0) * 2 * sizeof(uint32_t) +
            (uint64_t)g->n_params * 12 + req->strings.cap +

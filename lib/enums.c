@@ -19,6 +19,9 @@ PARTD_ENUM_DEFINE(partd_op, PARTD_OP_COUNT, PARTD_OP_LIST, "op")
 PARTD_ENUM_DEFINE(partd_mode, PARTD_MODE_COUNT, PARTD_MODE_LIST, "mode")
 PARTD_ENUM_DEFINE(partd_balance_by, PARTD_BALANCE_BY_COUNT, PARTD_BALANCE_BY_LIST, "balance_by")
 PARTD_ENUM_DEFINE(partd_schedule, PARTD_SCHEDULE_COUNT, PARTD_SCHEDULE_LIST, "schedule")
+PARTD_ENUM_DEFINE(partd_checkpoint, PARTD_CHECKPOINT_COUNT, PARTD_CHECKPOINT_LIST, "checkpoint")
+PARTD_ENUM_DEFINE(partd_device_order, PARTD_DEVICE_ORDER_COUNT, PARTD_DEVICE_ORDER_LIST,
+                  "device_order")
 PARTD_ENUM_DEFINE(partd_sac_status, PARTD_SAC_STATUS_COUNT, PARTD_SAC_STATUS_LIST, "status")
 
 const char *partd_enum_name(const partd_enum_table *t, int value)

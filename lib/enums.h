@@ -35,7 +35,8 @@
 /* options.mode */
 #define PARTD_MODE_LIST(X)                      \
     X(PARTD_MODE_PIPELINE, "pipeline")          \
-    X(PARTD_MODE_SIZE_BASED, "size_based")
+    X(PARTD_MODE_SIZE_BASED, "size_based")     \
+    X(PARTD_MODE_TRAINING, "training")
 
 /* options.pipeline.balance_by */
 #define PARTD_BALANCE_BY_LIST(X)                \
@@ -49,6 +50,18 @@
     X(PARTD_SCHEDULE_INFERENCE, "inference")    \
     X(PARTD_SCHEDULE_GPIPE, "gpipe")            \
     X(PARTD_SCHEDULE_1F1B, "1f1b")
+
+/* options.training.checkpoint (fairscale's modes, and auto) */
+#define PARTD_CHECKPOINT_LIST(X)                \
+    X(PARTD_CHECKPOINT_NEVER, "never")          \
+    X(PARTD_CHECKPOINT_ALWAYS, "always")        \
+    X(PARTD_CHECKPOINT_EXCEPT_LAST, "except_last") \
+    X(PARTD_CHECKPOINT_AUTO, "auto")
+
+/* options.training.device_order */
+#define PARTD_DEVICE_ORDER_LIST(X)              \
+    X(PARTD_DEVICE_ORDER_GIVEN, "given")        \
+    X(PARTD_DEVICE_ORDER_AUTO, "auto")
 
 /* result sac.*.status: the status of one SAC answer (NO_SOLUTION: a
  * frontier point the time limit cut before any plan). INFEASIBLE is the
@@ -94,6 +107,8 @@ PARTD_ENUM_DECLARE(partd_op, PARTD_OP_COUNT, PARTD_OP_LIST)
 PARTD_ENUM_DECLARE(partd_mode, PARTD_MODE_COUNT, PARTD_MODE_LIST)
 PARTD_ENUM_DECLARE(partd_balance_by, PARTD_BALANCE_BY_COUNT, PARTD_BALANCE_BY_LIST)
 PARTD_ENUM_DECLARE(partd_schedule, PARTD_SCHEDULE_COUNT, PARTD_SCHEDULE_LIST)
+PARTD_ENUM_DECLARE(partd_checkpoint, PARTD_CHECKPOINT_COUNT, PARTD_CHECKPOINT_LIST)
+PARTD_ENUM_DECLARE(partd_device_order, PARTD_DEVICE_ORDER_COUNT, PARTD_DEVICE_ORDER_LIST)
 PARTD_ENUM_DECLARE(partd_sac_status, PARTD_SAC_STATUS_COUNT, PARTD_SAC_STATUS_LIST)
 
 #endif

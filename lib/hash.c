@@ -17,6 +17,7 @@
 
 #include "enums.h"
 #include "partd.h"
+#include "training_types.h"
 
 #define DUMP_FLAGS (JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17))
 
@@ -163,12 +164,19 @@ static void w_real(digest_writer *w, double x)
     w_lit(w, tmp);
 }
 
-/* Keys in sorted order: inputs, latency_ms, mem_latency_ms, module, name, op,
+/* Keys in sorted order: backward_ms (only when given, so that graphs
+ * without it keep their v1 hash), inputs, latency_ms, mem_latency_ms, module, name, op,
  * output_bytes, param_bytes, params, target. */
 static void w_node(digest_writer *w, const partd_request *r, uint32_t p)
 {
     const partd_graph *g = &r->graph;
-    w_lit(w, "{\"inputs\":[");
+    if (g->has_backward[p]) {
+        w_lit(w, "{\"backward_ms\":");
+        w_real(w, g->backward_ms[p]);
+        w_lit(w, ",\"inputs\":[");
+    } else {
+        w_lit(w, "{\"inputs\":[");
+    }
     for (uint32_t k = g->in_off[p]; k < g->in_off[p + 1]; k++) {
         if (k > g->in_off[p])
             w_raw(w, ",", 1);
@@ -262,6 +270,23 @@ static json_t *name_list(const partd_request *r, const uint32_t *ids, uint32_t n
     return a;
 }
 
+/* stages "auto" when not given; unit_depth resolved by the default rule, so
+ * that spelling out the default shares the cache entry. */
+static json_t *canonical_training(const partd_request *r)
+{
+    const partd_training_options *t = &r->options.training;
+    uint32_t depth = t->unit_depth ? t->unit_depth : partd_training_default_depth(r);
+    return json_pack("{s:s, s:I, s:o, s:s, s:s, s:o, s:f, s:f}",
+                     "schedule", partd_schedule_name(t->schedule),
+                     "microbatches", (json_int_t)t->microbatches,
+                     "stages", t->stages ? json_integer(t->stages) : json_string("auto"),
+                     "device_order", partd_device_order_name(t->device_order_auto ? PARTD_DEVICE_ORDER_AUTO : PARTD_DEVICE_ORDER_GIVEN),
+                     "checkpoint", partd_checkpoint_name(t->checkpoint),
+                     "unit_depth", json_integer(depth),
+                     "backward_factor", t->backward_factor,
+                     "param_factor", t->param_factor);
+}
+
 static json_t *canonical_options(const partd_request *r)
 {
     const partd_options *o = &r->options;
@@ -289,9 +314,13 @@ static json_t *canonical_options(const partd_request *r)
                         "relative_gap", o->sac.relative_gap,
                         "frontier_points", (json_int_t)o->sac.frontier_points);
     }
-    return json_pack("{s:s, s:f, s:o, s:o}", "mode", partd_mode_name(o->mode),
-                     "transfer_bytes_per_sec", o->transfer_bytes_per_sec,
-                     "pipeline", pipe, "sac", sac);
+    json_t *doc = json_pack("{s:s, s:f, s:o, s:o}", "mode", partd_mode_name(o->mode),
+                            "transfer_bytes_per_sec", o->transfer_bytes_per_sec,
+                            "pipeline", pipe, "sac", sac);
+    /* Only in training mode: every other request keeps its v1 cache_key. */
+    if (doc && o->mode == PARTD_MODE_TRAINING)
+        json_object_set_new(doc, "training", canonical_training(r));
+    return doc;
 }
 
 static int hash_cache_key(const partd_request *r, char out[72])

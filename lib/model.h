@@ -55,6 +55,8 @@ typedef struct partd_graph {
     int64_t *param_bytes;      /* `param_bytes`, or the sum of `params[].bytes` */
     double *latency_ms;
     double *mem_latency_ms;
+    double *backward_ms;       /* `backward_ms`, valid where has_backward */
+    uint8_t *has_backward;     /* 1 when the node gave `backward_ms` */
     uint8_t *has_params;       /* 1 when the node gave a `params` list */
 
     /* Inputs: in_idx[in_off[i] .. in_off[i+1]) are the nodes node i reads,
@@ -107,11 +109,24 @@ typedef struct partd_sac_options {
     uint64_t solver_memory_bytes;
 } partd_sac_options;
 
+/* options.training (contract, "Training mode"); defaults filled in. */
+typedef struct partd_training_options {
+    partd_schedule schedule;   /* GPIPE or 1F1B */
+    uint32_t microbatches;     /* resolved: default number of devices */
+    uint32_t stages;           /* 0 = auto */
+    int device_order_auto;     /* 0 = given */
+    partd_checkpoint checkpoint;
+    uint32_t unit_depth;       /* 0 = automatic */
+    double backward_factor;    /* > 0 */
+    double param_factor;       /* > 0 */
+} partd_training_options;
+
 typedef struct partd_options {
     partd_mode mode;
     double transfer_bytes_per_sec; /* > 0 */
     partd_pipeline_options pipeline;
     partd_sac_options sac;
+    partd_training_options training;
 } partd_options;
 
 struct partd_modules; /* modules.h: graph.modules, owned by the SAC unit */

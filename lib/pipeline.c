@@ -324,7 +324,7 @@ static int tensor_span(const pl_model *md, uint32_t v, int32_t *birth, int32_t *
     return *last > *birth;
 }
 
-static int fill_boundaries(const pl_model *md, const int32_t *cuts, partd_plan *plan)
+int pl_fill_boundaries(const pl_model *md, const int32_t *cuts, partd_plan *plan)
 {
     const partd_graph *g = &md->req->graph;
     uint32_t S = md->stages, nb = S - 1;
@@ -377,7 +377,7 @@ static int build_plan(const pl_model *md, const int32_t *cuts, partd_plan **out)
             node_part[v] = PARTD_NONE;
         rc = fill_parts(md, cuts, plan, node_part);
         if (rc == PARTD_OK)
-            rc = fill_boundaries(md, cuts, plan);
+            rc = pl_fill_boundaries(md, cuts, plan);
         if (rc == PARTD_OK)
             rc = partd_plan_link(req, node_part, plan);
         plan->summary.optimal = 1;

@@ -118,6 +118,12 @@ int pl_model_build(pl_model *md, const partd_request *req, const int32_t *cuts,
                    uint32_t n_cuts, partd_problem *problem);
 void pl_model_free(pl_model *md);
 
+/* pipeline.c: plan->boundaries for the split cuts[0..md->stages] (operation
+ * ranks, 0 = c0 < ... < cS = m); shared with the training planner.
+ * PARTD_OK or PARTD_ENOMEM. */
+struct partd_plan;
+int pl_fill_boundaries(const pl_model *md, const int32_t *cuts, struct partd_plan *plan);
+
 
 /* ---- the sliding window -------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #include "pipeline.h"
 #include "sac.h"
 #include "size_based.h"
+#include "training.h"
 
 /* ---- dispatch ------------------------------------------------------------ */
 
@@ -18,6 +19,8 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
         return partd_size_based(req, cancel, out, problem);
     case PARTD_MODE_PIPELINE:
         return partd_pipeline(req, cancel, out, problem);
+    case PARTD_MODE_TRAINING:
+        return partd_training(req, cancel, out, problem);
     default:
         break;
     }

@@ -9,6 +9,7 @@
 
 #include "partd.h"
 #include "sac.h"
+#include "training_types.h"
 
 /* ---- allocation ---------------------------------------------------------- */
 
@@ -49,6 +50,7 @@ void partd_plan_free(partd_plan *plan)
         free(plan->tied[i].parts);
     free(plan->tied);
     partd_sac_result_free(plan->sac);
+    partd_training_result_free(plan->training);
     free(plan);
 }
 

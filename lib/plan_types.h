@@ -60,6 +60,7 @@ typedef struct partd_summary {
 } partd_summary;
 
 struct partd_sac_result; /* sac.h */
+struct partd_training_result; /* training_types.h */
 
 typedef struct partd_plan {
     partd_mode mode;
@@ -72,6 +73,7 @@ typedef struct partd_plan {
     partd_tied *tied;
     partd_summary summary;
     struct partd_sac_result *sac; /* NULL unless options.sac */
+    struct partd_training_result *training; /* mode training only */
 } partd_plan;
 
 void partd_plan_free(partd_plan *plan);

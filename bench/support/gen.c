@@ -61,6 +61,8 @@ typedef struct gen {
     long long total;      /* FX total bytes of all nodes */
     long long act;        /* activation bytes of one hidden state */
     long long hidden_sq;  /* bytes of an h x h weight */
+    int identical;        /* blocks alike: latency by position in the block */
+    double fixed_lat;     /* > 0: the next node's latency */
 } gen;
 
 /* One node. inputs: up to 3 names (NULL-terminated list). */
@@ -68,7 +70,8 @@ static void node(gen *g, const char *op, const char *name, long long out, const 
                  long long param_bytes, const char *module, const char *in0, const char *in1,
                  const char *in2)
 {
-    double lat = uniform(&g->rng, 0.01, 0.5);
+    double lat = g->fixed_lat > 0 ? g->fixed_lat : uniform(&g->rng, 0.01, 0.5);
+    g->fixed_lat = 0;
     put(&g->b, "%s{\"name\":\"%s\",\"op\":\"%s\",\"output_bytes\":%lld,\"latency_ms\":%.4f",
         g->first ? "" : ",\n", name, op, out, lat);
     g->first = 0;
@@ -91,6 +94,17 @@ static void node(gen *g, const char *op, const char *name, long long out, const 
     g->total += out + (strcmp(op, "get_attr") == 0 ? 0 : param_bytes);
 }
 
+/* A node of a block; identical blocks give the k-th node of every block the
+ * same latency. */
+static void block_node(gen *g, int k, const char *op, const char *name, long long out,
+                       long long param_bytes, const char *module, const char *in0,
+                       const char *in1)
+{
+    if (g->identical)
+        g->fixed_lat = 0.05 + 0.02 * k;
+    node(g, op, name, out, NULL, param_bytes, module, in0, in1, NULL);
+}
+
 /* One block: 14 nodes, residual skips, q/k/v fan-out. `x` is the block
  * input's name; the output name is written into out. */
 static void block(gen *g, int i, const char *x, char *out, size_t out_cap)
@@ -100,23 +114,23 @@ static void block(gen *g, int i, const char *x, char *out, size_t out_cap)
                                         "add1", "ln2", "fc1", "gelu", "fc2", "add2"};
     for (int k = 0; k < 14; k++)
         snprintf(n[k], sizeof n[k], "h%d.%s", i, names[k]);
-    long long a = (long long)(g->act * uniform(&g->rng, 0.8, 1.2));
+    long long a = g->identical ? g->act : (long long)(g->act * uniform(&g->rng, 0.8, 1.2));
     long long w = g->hidden_sq;
     snprintf(m, sizeof m, "h.%d", i);
-    node(g, "call_module", n[0], a, NULL, 8192, m, x, NULL, NULL);
-    node(g, "call_module", n[1], a, NULL, w, m, n[0], NULL, NULL);
-    node(g, "call_module", n[2], a, NULL, w, m, n[0], NULL, NULL);
-    node(g, "call_module", n[3], a, NULL, w, m, n[0], NULL, NULL);
-    node(g, "call_function", n[4], a * 2, NULL, 0, m, n[1], n[2], NULL);
-    node(g, "call_function", n[5], a * 2, NULL, 0, m, n[4], NULL, NULL);
-    node(g, "call_function", n[6], a, NULL, 0, m, n[5], n[3], NULL);
-    node(g, "call_module", n[7], a, NULL, w, m, n[6], NULL, NULL);
-    node(g, "call_function", n[8], a, NULL, 0, m, n[7], x, NULL);
-    node(g, "call_module", n[9], a, NULL, 8192, m, n[8], NULL, NULL);
-    node(g, "call_module", n[10], 4 * a, NULL, 4 * w, m, n[9], NULL, NULL);
-    node(g, "call_function", n[11], 4 * a, NULL, 0, m, n[10], NULL, NULL);
-    node(g, "call_module", n[12], a, NULL, 4 * w, m, n[11], NULL, NULL);
-    node(g, "call_function", n[13], a, NULL, 0, m, n[12], n[8], NULL);
+    block_node(g, 0, "call_module", n[0], a, 8192, m, x, NULL);
+    block_node(g, 1, "call_module", n[1], a, w, m, n[0], NULL);
+    block_node(g, 2, "call_module", n[2], a, w, m, n[0], NULL);
+    block_node(g, 3, "call_module", n[3], a, w, m, n[0], NULL);
+    block_node(g, 4, "call_function", n[4], a * 2, 0, m, n[1], n[2]);
+    block_node(g, 5, "call_function", n[5], a * 2, 0, m, n[4], NULL);
+    block_node(g, 6, "call_function", n[6], a, 0, m, n[5], n[3]);
+    block_node(g, 7, "call_module", n[7], a, w, m, n[6], NULL);
+    block_node(g, 8, "call_function", n[8], a, 0, m, n[7], x);
+    block_node(g, 9, "call_module", n[9], a, 8192, m, n[8], NULL);
+    block_node(g, 10, "call_module", n[10], 4 * a, 4 * w, m, n[9], NULL);
+    block_node(g, 11, "call_function", n[11], 4 * a, 0, m, n[10], NULL);
+    block_node(g, 12, "call_module", n[12], a, 4 * w, m, n[11], NULL);
+    block_node(g, 13, "call_function", n[13], a, 0, m, n[12], n[8]);
     snprintf(out, out_cap, "%s", n[13]);
 }
 
@@ -128,6 +142,10 @@ static void devices(gen *g, const partd_gen_spec *spec)
     for (uint32_t d = 0; d < nd; d++) {
         double mem = spec->heterogeneous ? each * uniform(&g->rng, 0.7, 1.3) : each;
         double speed = spec->heterogeneous ? uniform(&g->rng, 0.5, 2.0) : 1.0;
+        if (spec->two_kinds) {
+            mem = each * (d < nd / 2 ? 1.3 : 0.7);
+            speed = d < nd / 2 ? 2.0 : 1.0;
+        }
         put(&g->b, "%s{\"name\":\"gpu%u\",\"memory_bytes\":%lld,\"speed\":%.3f}", d ? "," : "", d,
             (long long)mem + 1, speed);
     }
@@ -137,7 +155,8 @@ static void devices(gen *g, const partd_gen_spec *spec)
 
 char *partd_gen_request(const partd_gen_spec *spec, size_t *len)
 {
-    gen g = {.rng = spec->seed * 0x9E3779B97F4A7C15ULL + 1, .first = 1};
+    gen g = {.rng = spec->seed * 0x9E3779B97F4A7C15ULL + 1, .first = 1,
+             .identical = spec->identical_blocks};
     g.act = 512LL * 1024 * 4;        /* seq 512 x hidden 1024, fp32 */
     g.hidden_sq = 1024LL * 1024 * 4; /* 1024 x 1024 fp32 */
     uint32_t blocks = spec->n_nodes > 22 ? (spec->n_nodes - 8) / 14 : 1;

@@ -19,6 +19,9 @@ typedef struct partd_gen_spec {
     const char *mode;        /* "size_based" or "pipeline" */
     const char *extra_options; /* raw JSON members appended to options, or NULL */
     uint64_t seed;
+    int identical_blocks;    /* every block the same latencies and sizes */
+    int two_kinds;           /* devices of two kinds: the first half twice as
+                                fast with 1.3x the memory, the rest 0.7x */
 } partd_gen_spec;
 
 /* Returns a malloc'd request JSON text (caller frees), NULL on ENOMEM. */

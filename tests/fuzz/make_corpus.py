@@ -97,6 +97,17 @@ def request_seeds():
     seeds["pipeline_cut_after_module.json"] = chain(7, options={"pipeline": {
         "cut_after": ["n2"], "param_factor": 2.5}})
     seeds["tied_params.json"] = tied()
+    train = tied()
+    train["options"] = {"mode": "training", "training": {
+        "schedule": "gpipe", "microbatches": 3, "stages": "auto", "device_order": "auto",
+        "checkpoint": "auto", "unit_depth": 1, "backward_factor": 1.5, "param_factor": 2.0}}
+    train["graph"]["nodes"][3]["backward_ms"] = 3.5
+    seeds["training_auto.json"] = train
+    layered = chain(8, "training", 3, seed=4, options={
+        "training": {"checkpoint": "except_last", "schedule": "1f1b", "stages": 2}})
+    for i, node in enumerate(layered["graph"]["nodes"][1:-1]):
+        node["module"] = f"layers.{i // 2}"
+    seeds["training_except_last.json"] = layered
     # Nodes out of topological order (planned in a stable topological order).
     shuffled = chain(5, seed=3)
     shuffled["graph"]["nodes"].reverse()
@@ -124,6 +135,10 @@ def request_seeds():
     for d in bad["devices"]:
         d["memory_bytes"] = 10
     seeds["infeasible_pipeline.json"] = bad
+    bad = chain(3, "training")
+    for d in bad["devices"]:
+        d["memory_bytes"] = 10
+    seeds["infeasible_training.json"] = bad
     seeds["bad_types.json"] = {"graph": {"nodes": [{"name": 1, "op": "call_function",
                                                     "output_bytes": -1, "latency_ms": "x"}]},
                                "devices": [{"name": "d", "memory_bytes": 1.5}],

@@ -121,7 +121,8 @@ static const char *plan_and_render(const partd_request *req)
         if (text)
             bad = check_result_text(plan, text, len);
         free(text);
-    } else if (rc == PARTD_EINVALID || rc == PARTD_EINFEASIBLE) {
+    } else if (rc == PARTD_EINVALID || rc == PARTD_EINFEASIBLE || rc == PARTD_ETOOBIG) {
+        /* ETOOBIG: a search limit (training's exact search), a 422. */
         bad = check_problem(&pb, 0);
     } else if (rc != PARTD_ETIMEOUT && rc != PARTD_ENOMEM) {
         bad = "the planner failed with an internal error on a valid request";

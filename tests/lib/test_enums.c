@@ -16,7 +16,8 @@
 
 static const partd_enum_table *const tables[] = {
     &partd_op_table, &partd_mode_table, &partd_balance_by_table,
-    &partd_schedule_table, &partd_sac_status_table,
+    &partd_schedule_table, &partd_checkpoint_table, &partd_device_order_table,
+    &partd_sac_status_table,
 };
 #define N_TABLES (sizeof tables / sizeof *tables)
 
@@ -134,10 +135,13 @@ static void check_names(int mode, int balance_by, int schedule)
     assert_int_equal(r->options.pipeline.balance_by, balance_by);
     assert_int_equal(r->options.pipeline.schedule, schedule);
 
-    /* hash: the cache key is computed over the same names */
-    char key[72];
-    expected_cache_key(r, key);
-    assert_string_equal(r->cache_key, key);
+    /* hash: the cache key is computed over the same names (a training
+     * request's key also covers options.training: tests/lib/test_training.c) */
+    if (mode != PARTD_MODE_TRAINING) {
+        char key[72];
+        expected_cache_key(r, key);
+        assert_string_equal(r->cache_key, key);
+    }
     partd_request_free(r);
 
     /* result: reports the mode by the same name */

@@ -73,11 +73,11 @@ static void test_pipeline_document_text(void **state)
         text,
         "{\"mode\":\"pipeline\",\"partitions\":["
         "{\"id\":0,\"device\":\"g0\",\"logical_ids\":[7],\"nodes\":[\"a\"],"
-        "\"memory_bytes\":100,\"param_bytes\":16,\"compute_ms\":0.5,\"transfer_in_bytes\":8,"
+        "\"memory_bytes\":100,\"device_memory_bytes\":1000,\"param_bytes\":16,\"compute_ms\":0.5,\"transfer_in_bytes\":8,"
         "\"time_ms\":0.5000008,\"inputs\":[\"x\"],\"outputs\":[\"a\"],\"parents\":[],"
         "\"children\":[1]},"
         "{\"id\":1,\"device\":\"g1\",\"logical_ids\":[3],\"nodes\":[\"b\"],"
-        "\"memory_bytes\":101,\"param_bytes\":16,\"compute_ms\":0.25,\"transfer_in_bytes\":4,"
+        "\"memory_bytes\":101,\"device_memory_bytes\":1000,\"param_bytes\":16,\"compute_ms\":0.25,\"transfer_in_bytes\":4,"
         "\"time_ms\":0.2500004,\"inputs\":[\"a\"],\"outputs\":[\"b\"],\"parents\":[0],"
         "\"children\":[]}],"
         "\"balance\":[1,1],"

@@ -14,7 +14,7 @@ from partd_testlib import ROOT
 
 LIB = os.path.join(ROOT, "lib")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-MODE_PLANNERS = {"pipeline.h", "size_based.h"}
+MODE_PLANNERS = {"pipeline.h", "size_based.h", "training.h"}
 
 
 def lib_files():
