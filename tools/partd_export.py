@@ -56,8 +56,10 @@ import time
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.fx.node import _get_qualified_name
-from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
+from torch.fx.node import map_aggregate
+from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata, _extract_tensor_metadata
 
 __all__ = [
     "export_request",
@@ -141,11 +143,32 @@ class _UnpackingProxy(torch.fx.Proxy):
         return gen if gen is not None else self.tracer.iter(self)
 
 
+class ExportError(ValueError):
+    """A model the exporter cannot trace or run on its example inputs.
+
+    The message is one line that names the model class and the reason (the
+    first line of torch's error); the original exception is its __cause__."""
+
+
+def _one_line(exc):
+    text = str(exc).strip().splitlines()
+    first = text[0].strip() if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def trace(module):
-    """symbolic_trace with module ownership recorded; returns a GraphModule."""
+    """symbolic_trace with module ownership recorded; returns a GraphModule.
+
+    Raises ExportError when torch.fx cannot trace the module (data-dependent
+    control flow, unsupported Python constructs, ...)."""
     tracer = _ModuleTracer()
-    graph = tracer.trace(module)
     name = module.__class__.__name__
+    try:
+        graph = tracer.trace(module)
+    except Exception as e:  # torch.fx raises TraceError, TypeError, RuntimeError, ...
+        raise ExportError(f"cannot trace {name} with torch.fx ({_one_line(e)}); "
+                          "data-dependent control flow must be made traceable "
+                          "(torch.fx.wrap, concrete_args) first") from e
     return torch.fx.GraphModule(tracer.root, graph, name)
 
 
@@ -242,26 +265,167 @@ def _target_name(node):
 # ---------------------------------------------------------------------------
 
 
+# The clock every measurement reads (tests replace it with a fake one).
+_perf_counter = time.perf_counter
+
+CPU_TIMING_WARNING = ("latencies were measured on the CPU: use them for the relative "
+                      "balance of stages, not as GPU times")
+
+
+class _Clock:
+    """Wall-clock timing on one device.
+
+    On CUDA the device is synchronised before the clock is read, so that a
+    measurement covers the kernels a call launched, not just their launch."""
+
+    def __init__(self, device="cpu"):
+        self.device = torch.device(device)
+
+    def now(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return _perf_counter()
+
+    def median_ms(self, fn, runs):
+        """Median wall-clock ms of `runs` calls of fn() after one warm-up call."""
+        fn()
+        samples = []
+        for _ in range(runs):
+            start = self.now()
+            fn()
+            samples.append((self.now() - start) * 1e3)
+        return statistics.median(samples)
+
+
+def resolve_device(name):
+    """'cpu' or 'cuda[:N]' -> torch.device; ExportError when CUDA is asked
+    for and not available (CPU times would silently stand in for GPU times)."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ExportError(f"unknown device {name!r} (cpu, cuda or cuda:N)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ExportError(f"--device {name}: CUDA is not available to this torch "
+                              "(torch.cuda.is_available() is false); use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ExportError(f"--device {name}: only {torch.cuda.device_count()} CUDA "
+                              "device(s)")
+    elif device.type != "cpu":
+        raise ExportError(f"unsupported device {name!r} (cpu, cuda or cuda:N)")
+    return device
+
+
+def timing_meta(device, runs):
+    """What the `output` node's meta says about the measurements."""
+    device = torch.device(device)
+    meta = {"device": device.type, "runs": runs, "statistic": "median"}
+    if device.type == "cuda":
+        meta["device_name"] = torch.cuda.get_device_name(device)
+    else:
+        meta["warning"] = CPU_TIMING_WARNING
+    return meta
+
+
+def _with_grad_leaves(value, leaves):
+    """`value` with every tensor that requires grad replaced by a fresh leaf
+    (appended to `leaves`), so one node's backward can run on its own."""
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad:
+            leaf = value.detach().requires_grad_(True)
+            leaves.append(leaf)
+            return leaf
+        return value
+    if isinstance(value, tuple):
+        return tuple(_with_grad_leaves(v, leaves) for v in value)
+    if isinstance(value, list):
+        return [_with_grad_leaves(v, leaves) for v in value]
+    if isinstance(value, dict):
+        return {k: _with_grad_leaves(v, leaves) for k, v in value.items()}
+    return value
+
+
+class _NodeError(RuntimeError):
+    """A node that failed while the model ran on the example inputs."""
+
+
 class _Recorder(ShapeProp):
     """ShapeProp that keeps every value so nodes can be re-run for timing."""
 
     def __init__(self, gm):
         super().__init__(gm, garbage_collect_values=False)
 
-    def time_node(self, node, runs):
+    def run_node(self, n):
+        # ShapeProp's own run_node prints the traceback of a failing node;
+        # this one reports the failure as one line (node and reason).
+        try:
+            result = torch.fx.Interpreter.run_node(self, n)
+        except Exception as e:
+            raise _NodeError(f"node {n.name}: {_one_line(e)}") from e
+        found = []
+
+        def extract(obj):
+            if isinstance(obj, torch.Tensor):
+                found.append(obj)
+                return _extract_tensor_metadata(obj)
+            return obj
+
+        meta = map_aggregate(result, extract)
+        if found:
+            n.meta["tensor_meta"] = meta
+        n.meta["type"] = type(result)
+        return result
+
+    def _node_call(self, node):
+        args = self.map_nodes_to_values(node.args, node)
+        kwargs = self.map_nodes_to_values(node.kwargs, node)
+        return getattr(self, node.op), args, kwargs
+
+    def time_node(self, node, runs, clock=None):
         """Median wall-clock ms of running `node` on the recorded inputs."""
         if node.op in ("placeholder", "output"):
             return 0.0
-        args = self.map_nodes_to_values(node.args, node)
-        kwargs = self.map_nodes_to_values(node.kwargs, node)
-        fn = getattr(self, node.op)
-        fn(node.target, args, kwargs)  # warm-up
-        samples = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            fn(node.target, args, kwargs)
-            samples.append((time.perf_counter() - start) * 1e3)
-        return statistics.median(samples)
+        fn, args, kwargs = self._node_call(node)
+        return (clock or _Clock()).median_ms(lambda: fn(node.target, args, kwargs), runs)
+
+    def time_node_backward(self, node, runs, clock=None):
+        """Median wall-clock ms of the backward of `node` alone.
+
+        The recorded values come from a forward with autograd on (training
+        mode), so `requires_grad` of every input is what it is in training.
+        The node runs again on detached copies of the inputs that require
+        grad; its backward is timed from gradients of ones at its outputs
+        to its inputs and parameters (retain_graph, so that every run times
+        the same graph; torch.autograd.grad, so nothing accumulates in the
+        parameters' .grad). 0 when no gradient flows through the node."""
+        if node.op not in ("call_module", "call_function", "call_method"):
+            return 0.0
+        fn, args, kwargs = self._node_call(node)
+        leaves = []
+        args = _with_grad_leaves(args, leaves)
+        kwargs = _with_grad_leaves(kwargs, leaves)
+        params = []
+        if node.op == "call_module":
+            params = [p for p in self.module.get_submodule(node.target).parameters()
+                      if p.requires_grad]
+        if not leaves and not params:
+            return 0.0
+        if leaves and _op_kind(self.module, node)[1]:
+            # in-place on a leaf that requires grad is an error: the node
+            # works on a copy, as it does on an intermediate in the model
+            first = leaves[0]
+            args = tuple(a.clone() if a is first else a for a in args)
+        with torch.enable_grad():
+            out = fn(node.target, args, kwargs)
+        outs = [t for t in _flat_tensors(out) if t.requires_grad and t.grad_fn is not None]
+        if not outs:
+            return 0.0
+        grads = [torch.ones_like(t) for t in outs]
+        wrt = leaves + params
+
+        def backward():
+            torch.autograd.grad(outs, wrt, grads, retain_graph=True, allow_unused=True)
+        return (clock or _Clock()).median_ms(backward, runs)
 
 
 def _round_ms(ms):
@@ -291,49 +455,142 @@ def _to_inputs(example_inputs):
 
 
 def export_graph(module, example_inputs, *, name=None, timing=True, timing_runs=5,
-                 fx_sizes=False, module_info=False, shapes=True):
+                 fx_sizes=False, module_info=False, shapes=True, device="cpu",
+                 backward=True):
     """The `graph` object of a request for `module` on `example_inputs`.
 
     module_info=True adds `modules` (gather_module_info). The module is run in
-    eval mode for shapes and timing and restored to its previous mode."""
+    eval mode for shapes and forward timing, in training mode for backward
+    timing and module info, and restored to its previous mode. device: where
+    timing runs ('cpu', 'cuda', 'cuda:N'); the module and inputs are moved
+    there for the measurements and back. Raises ExportError for a module
+    torch.fx cannot trace or that fails on the example inputs."""
+    device = resolve_device(device)
     gm = trace(module)
     graph = export_traced(gm, example_inputs, name=name or module.__class__.__name__,
                           timing=timing, timing_runs=timing_runs, fx_sizes=fx_sizes,
-                          shapes=shapes)
+                          shapes=shapes, device=device, backward=backward)
     if module_info:
         graph["modules"] = gather_module_info(module, example_inputs, gm=gm,
-                                              timing_runs=timing_runs if timing else 1)
+                                              timing_runs=timing_runs if timing else 1,
+                                              device=device)
     return graph
 
 
+def _to_device(value, device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    return value
+
+
+class _OnDevice:
+    """Moves a module to `device` for a measurement and back afterwards."""
+
+    def __init__(self, module, device):
+        self.module, self.device = module, torch.device(device)
+        first = next(iter(list(module.parameters()) + list(module.buffers())), None)
+        self.home = first.device if first is not None else torch.device("cpu")
+
+    def __enter__(self):
+        if self.device != self.home:
+            self.module.to(self.device)
+        return self
+
+    def __exit__(self, *exc):
+        if self.device != self.home:
+            self.module.to(self.home)
+        return False
+
+
+def _propagate(recorder, inputs):
+    try:
+        recorder.propagate(*inputs)
+    except ExportError:
+        raise
+    except Exception as e:  # the model's own error on these inputs
+        name = recorder.module.__class__.__name__
+        raise ExportError(f"cannot run {name} on the example inputs "
+                          f"({_one_line(e)})") from e
+
+
 def export_traced(gm, example_inputs, *, name=None, timing=True, timing_runs=5,
-                  fx_sizes=False, shapes=True):
+                  fx_sizes=False, shapes=True, device="cpu", backward=True):
     """export_graph() for an already traced GraphModule (e.g. one also given
     to torch.fx's Partitioner). Shape propagation leaves `tensor_meta` in the
-    nodes' meta, as torch.fx's ShapeProp does."""
-    inputs = _to_inputs(example_inputs)
+    nodes' meta, as torch.fx's ShapeProp does.
+
+    With timing: `latency_ms` of every node is the median of `timing_runs`
+    forward runs (eval mode, no autograd) and, with backward=True,
+    `backward_ms` the median of as many backward runs of the node alone
+    (training mode; Recorder.time_node_backward); the `output` node's meta
+    says which device measured (`timing`, see timing_meta())."""
+    device = resolve_device(device)
+    clock = _Clock(device)
+    inputs = _to_device(_to_inputs(example_inputs), device)
     modes = _save_modes(gm)
-    gm.eval()
+    latencies, backwards, backward_mode = {}, {}, None
     try:
-        with torch.no_grad():
-            recorder = _Recorder(gm)
-            recorder.propagate(*inputs)
-            latencies = {}
-            if timing:
-                for node in gm.graph.nodes:
-                    latencies[node] = _round_ms(recorder.time_node(node, timing_runs))
-                    # gather_module_info() reuses the measurement
-                    node.meta["partd_latency_ms"] = latencies[node]
-            recorder.env.clear()
+        with _OnDevice(gm, device):
+            gm.eval()
+            with torch.no_grad():
+                recorder = _Recorder(gm)
+                _propagate(recorder, inputs)
+                if timing:
+                    for node in gm.graph.nodes:
+                        latencies[node] = _round_ms(recorder.time_node(node, timing_runs, clock))
+                        # gather_module_info() reuses the measurement
+                        node.meta["partd_latency_ms"] = latencies[node]
+                recorder.env.clear()
+            if timing and backward:
+                backwards, backward_mode = _time_backwards(gm, inputs, timing_runs, clock)
     finally:
         _restore_modes(modes)
     canonical = _canonical_names(gm)
-    nodes = [_node_json(gm, n, canonical, fx_sizes, latencies.get(n, 0.0), shapes)
+    nodes = [_node_json(gm, n, canonical, fx_sizes, latencies.get(n, 0.0), shapes,
+                        backwards.get(n))
              for n in gm.graph.nodes]
+    if timing:
+        output = next((n for n in nodes if n["op"] == "output"), None)
+        if output is not None:
+            meta = timing_meta(device, timing_runs)
+            if backward_mode:
+                meta["backward_mode"] = backward_mode
+            output.setdefault("meta", {})["timing"] = meta
     return {"name": name or gm.__class__.__name__, "nodes": nodes}
 
 
-def _node_json(gm, node, canonical, fx_sizes, latency_ms, shapes):
+def _time_backwards(gm, inputs, runs, clock):
+    """({node: backward ms}, mode) from one forward with autograd on.
+
+    The forward runs in training mode (dropout and batch statistics as in a
+    training step). A model that cannot run in training mode on the example
+    inputs (batch norm over a single value per channel, say) is measured in
+    eval mode instead, and mode says "eval"."""
+    recorder = _Recorder(gm)
+    mode = "train"
+    try:
+        gm.train()
+        with torch.enable_grad():
+            _propagate(recorder, inputs)
+    except ExportError:
+        mode = "eval"
+        gm.eval()
+        recorder = _Recorder(gm)
+        with torch.enable_grad():
+            _propagate(recorder, inputs)
+    try:
+        return {node: _round_ms(recorder.time_node_backward(node, runs, clock))
+                for node in gm.graph.nodes}, mode
+    finally:
+        recorder.env.clear()
+        gm.zero_grad(set_to_none=True)
+
+
+def _node_json(gm, node, canonical, fx_sizes, latency_ms, shapes, backward_ms=None):
     meta = node.meta.get("tensor_meta")
     out = {"name": node.name, "op": node.op, "target": _target_name(node)}
     out["inputs"] = [n.name for n in node.all_input_nodes]
@@ -342,6 +599,8 @@ def _node_json(gm, node, canonical, fx_sizes, latency_ms, shapes):
     if params:
         out["params"] = params
     out["latency_ms"] = latency_ms
+    if backward_ms is not None:
+        out["backward_ms"] = backward_ms
     owner = node.target if node.op == "call_module" else node.meta.get("partd_module", "")
     if owner:
         out["module"] = owner
@@ -423,8 +682,15 @@ class _Gatherer:
     and parameters), activation bytes alive when its forward returns, and
     gradient bytes already accumulated when its backward starts."""
 
-    def __init__(self, root):
+    def __init__(self, root, clock=None, record_ops=False):
         self.root = root
+        self.clock = clock or _Clock()
+        # record_ops: also record every aten operation of the forward
+        # (_OpRecorder), for the modules whose inside torch.fx cannot see
+        self.record_ops = record_ops
+        self.ops = []              # [_Op], forward order
+        self.calls = {}            # fqn -> [[op index, ...] per call]
+        self.call_out_ptrs = {}    # fqn -> [{output ptr} per call]
         self.fqn = {m: n for n, m in root.named_modules()}
         self.param_ptrs = {p.data_ptr() for p in root.parameters()}
         self.param_ptrs |= {b.data_ptr() for b in root.buffers()}
@@ -451,20 +717,22 @@ class _Gatherer:
         self.in_ptrs[fqn] = {t.data_ptr() for t in tensors}
         self.in_bytes.setdefault(fqn, _distinct_bytes(tensors))
         self.saved_by.setdefault(fqn, {})
-        self.fw_start[fqn] = time.perf_counter()
+        self.calls.setdefault(fqn, []).append([])
+        self.fw_start[fqn] = self.clock.now()
         for t in tensors:
             if t.requires_grad:
                 t.register_hook(self._bw_end_hook(fqn))
 
     def _post(self, mod, inputs, output):
         fqn = self.fqn[mod]
-        elapsed = (time.perf_counter() - self.fw_start[fqn]) * 1e3
+        elapsed = (self.clock.now() - self.fw_start[fqn]) * 1e3
         self.fw_ms[fqn] = self.fw_ms.get(fqn, 0.0) + elapsed
         if fqn not in self.fw_post:
             self.fw_post.append(fqn)
         self.stack.pop()
         tensors = _flat_tensors(output)
         self.out_bytes.setdefault(fqn, _distinct_bytes(tensors))
+        self.call_out_ptrs.setdefault(fqn, []).append({t.data_ptr() for t in tensors})
         live = dict(self.saved)
         for t in tensors:
             live[t.data_ptr()] = _tensor_bytes(t)
@@ -487,13 +755,13 @@ class _Gatherer:
     def _bw_start_hook(self, fqn):
         def hook(grad):
             if fqn not in self.bw_start:
-                self.bw_start[fqn] = time.perf_counter()
+                self.bw_start[fqn] = self.clock.now()
                 self.grad_total[fqn] = sum(self.grad_ready.values())
         return hook
 
     def _bw_end_hook(self, fqn):
         def hook(grad):
-            self.bw_end[fqn] = time.perf_counter()
+            self.bw_end[fqn] = self.clock.now()
         return hook
 
     def _param_hook(self, p):
@@ -511,13 +779,17 @@ class _Gatherer:
                 self.handles.append(p.register_hook(self._param_hook(p)))
         try:
             with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t):
-                out = self.root(*inputs)
+                if self.record_ops:
+                    with _OpRecorder(self):
+                        out = self.root(*inputs)
+                else:
+                    out = self.root(*inputs)
             loss = _scalar_loss(out)
-            start = time.perf_counter()
+            start = self.clock.now()
             self.bw_root_start = start
             if loss is not None and loss.requires_grad:
                 loss.backward()
-            self.bw_root_end = time.perf_counter()
+            self.bw_root_end = self.clock.now()
         finally:
             for h in self.handles:
                 h.remove()
@@ -549,42 +821,174 @@ def _scalar_loss(out):
     return sum(t.float().sum() for t in tensors)
 
 
-def _module_ops(gm, fqn, latencies, saved_nodes):
-    """SACStats-shaped op list of module `fqn` from its FX operation nodes.
+_RANDOM_ATEN = {"native_dropout", "dropout", "bernoulli", "bernoulli_", "rand", "randn",
+                "rand_like", "randn_like", "randint", "randint_like", "normal", "normal_",
+                "uniform_", "randperm", "multinomial"}
 
-    The ops of a module are the operation nodes its forward created (also
-    those of its children, as in PyTorch where a module's ops include its
-    submodules'); runtime = measured node latency, memory = output bytes."""
-    ops = [n for n in gm.graph.nodes
-           if n.op in ("call_module", "call_function", "call_method")
-           and fqn in _module_stack_of(_owner(n))]
-    index = {n: i for i, n in enumerate(ops)}
+
+class _Op:
+    """One aten operation of a recorded forward (TorchDispatchMode)."""
+
+    __slots__ = ("name", "runtime", "memory", "view", "inplace", "rand", "out_ptrs",
+                 "parent", "saved")
+
+    def __init__(self, name, runtime, memory, view, inplace, rand, out_ptrs, parent):
+        self.name, self.runtime, self.memory = name, runtime, memory
+        self.view, self.inplace, self.rand = view, inplace, rand
+        self.out_ptrs, self.parent, self.saved = out_ptrs, parent, False
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Records every aten operation of a forward into a _Gatherer: its
+    runtime, the bytes of the tensors it creates, whether it is a view, an
+    in-place update (and of which op's output) or random, and which modules
+    were running. This sees the work of modules whose forward torch.fx
+    cannot look into (nn.MultiheadAttention runs F.multi_head_attention_forward
+    as one leaf call_module node), as PyTorch's SACEstimator does."""
+
+    def __init__(self, gatherer):
+        super().__init__()
+        self.g = gatherer
+        self.producer = {}  # data_ptr -> index of the op that created it
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        g = self.g
+        start = g.clock.now()
+        out = func(*args, **(kwargs or {}))
+        elapsed = (g.clock.now() - start) * 1e3
+        if func is torch.ops.aten.detach.default or not g.stack:
+            return out  # autograd's own bookkeeping, or outside every module
+        returns = func._schema.returns
+        inplace = any(r.alias_info is not None and r.alias_info.is_write for r in returns)
+        view = not inplace and any(r.alias_info is not None for r in returns)
+        name = func.overloadpacket.__name__
+        tensors = _flat_tensors(out)
+        ptrs = {t.data_ptr() for t in tensors}
+        parent = None
+        if inplace:
+            firsts = _flat_tensors(args[:1])
+            parent = self.producer.get(firsts[0].data_ptr()) if firsts else None
+        memory = 0 if (view or inplace) else _distinct_bytes(tensors)
+        index = len(g.ops)
+        g.ops.append(_Op(name, elapsed, memory, view, inplace, name in _RANDOM_ATEN,
+                         ptrs, parent))
+        if not view and not inplace:
+            for ptr in ptrs:
+                self.producer[ptr] = index
+        for fqn in g.stack:
+            g.calls[fqn][-1].append(index)
+        return out
+
+
+def _stats_of(entries, kept=None):
+    """SACStats fields from op entries (dicts: name, runtime, memory, view,
+    inplace, rand, saved, key, parents: keys of the ops an in-place op may
+    update, the first one in the list counts).
+
+    kept: keys of the ops whose output is the module's output (always kept,
+    so discarding them frees nothing). Without it the last op that is
+    neither a view nor in-place is taken to be the output, as PyTorch does."""
+    index = {e["key"]: i for i, e in enumerate(entries)}
     stats = {"func_names": [], "runtimes": [], "memory": [], "view_like_ops": [],
              "rand_ops": [], "saved_autograd_ops": [], "inplace_ops": [],
              "force_store_random": False}
-    for i, n in enumerate(ops):
-        view, inplace, rand = _op_kind(gm, n)
-        stats["func_names"].append(_target_name(n).split(".")[-1])
-        stats["runtimes"].append(latencies.get(n, 0.0))
-        stats["memory"].append(0 if view else _meta_bytes(n.meta.get("tensor_meta")))
-        if view:
+    for i, e in enumerate(entries):
+        stats["func_names"].append(e["name"])
+        stats["runtimes"].append(e["runtime"])
+        stats["memory"].append(0 if e["view"] else e["memory"])
+        if e["view"]:
             stats["view_like_ops"].append(i)
-        if rand:
+        if e["rand"]:
             stats["rand_ops"].append(i)
-        if n in saved_nodes:
+        if e["saved"]:
             stats["saved_autograd_ops"].append(i)
-        if inplace:
-            parents = [index[a] for a in n.all_input_nodes if a in index]
-            stats["inplace_ops"].append([i, parents[0] if parents else i])
-    if ops:
-        # As PyTorch: the block's last real op is its output and is always
-        # kept, so it frees nothing when discarded.
+        if e["inplace"]:
+            inside = [index[p] for p in e["parents"] if p in index]
+            stats["inplace_ops"].append([i, inside[0] if inside else i])
+    if kept is not None:
+        for i, e in enumerate(entries):
+            if e["key"] in kept:
+                stats["memory"][i] = 0
+    elif entries:
         skip = set(stats["view_like_ops"]) | {p[0] for p in stats["inplace_ops"]}
-        last = len(ops) - 1
+        last = len(entries) - 1
         while last > 0 and last in skip:
             last -= 1
         stats["memory"][last] = 0
     return stats
+
+
+def _runtime_entries(rec, indices):
+    """Op entries of recorded aten operations (indices into rec.ops)."""
+    out = []
+    for i in indices:
+        op = rec.ops[i]
+        out.append({"name": op.name, "runtime": _round_ms(op.runtime), "memory": op.memory,
+                    "view": op.view, "inplace": op.inplace, "rand": op.rand,
+                    "saved": op.saved, "key": ("aten", i), "parents": [("aten", op.parent)]})
+    return out
+
+
+def _fx_entry(gm, n, latencies, saved_nodes):
+    view, inplace, rand = _op_kind(gm, n)
+    parents = [a for a in n.all_input_nodes
+               if a.op in ("call_module", "call_function", "call_method")]
+    return {"name": _target_name(n).split(".")[-1], "runtime": latencies.get(n, 0.0),
+            "memory": _meta_bytes(n.meta.get("tensor_meta")), "view": view,
+            "inplace": inplace, "rand": rand, "saved": n in saved_nodes, "key": n,
+            "parent": parents[0] if parents else None}
+
+
+def _fx_inlined(gm):
+    """fqns of the modules whose forward torch.fx traced into: some operation
+    node was created inside it other than a call_module node of itself."""
+    inside = set()
+    for n in gm.graph.nodes:
+        if n.op not in ("call_module", "call_function", "call_method"):
+            continue
+        for fqn in _module_stack_of(_owner(n)):
+            if not (n.op == "call_module" and n.target == fqn):
+                inside.add(fqn)
+    return inside
+
+
+def _module_ops(gm, fqn, latencies, saved_nodes, rec=None, inlined=None):
+    """SACStats-shaped op list of module `fqn`.
+
+    When torch.fx traced into the module, its ops are the operation nodes
+    its forward created (also those of its children, as in PyTorch where a
+    module's ops include its submodules'; runtime = measured node latency,
+    memory = output bytes), except that a call_module node of a module that
+    has children of its own (a composite that torch.fx keeps whole, such as
+    nn.MultiheadAttention) stands for the aten operations recorded inside
+    that call. A module torch.fx did not trace into (a leaf of the trace, or
+    one running inside such a leaf) gets the aten operations recorded while
+    it ran; its output ops are the ones kept."""
+    if inlined is None:
+        inlined = _fx_inlined(gm)
+    if rec is not None and fqn not in inlined:
+        calls = rec.calls.get(fqn, [])
+        indices = sorted({i for call in calls for i in call})
+        kept_ptrs = set().union(*rec.call_out_ptrs.get(fqn, [set()]))
+        kept = {("aten", i) for i in indices if rec.ops[i].out_ptrs & kept_ptrs}
+        return _stats_of(_runtime_entries(rec, indices), kept)
+    entries, seen = [], {}
+    for n in gm.graph.nodes:
+        if n.op not in ("call_module", "call_function", "call_method"):
+            continue
+        if n.op == "call_module":
+            k = seen.get(n.target, 0)
+            seen[n.target] = k + 1
+        if fqn not in _module_stack_of(_owner(n)):
+            continue
+        if rec is not None and n.op == "call_module" and \
+                next(gm.get_submodule(n.target).children(), None) is not None:
+            calls = rec.calls.get(n.target, [])
+            if k < len(calls) and calls[k]:
+                entries.extend(_runtime_entries(rec, calls[k]))
+                continue
+        entries.append(_fx_entry(gm, n, latencies, saved_nodes))
+    return _stats_of(entries)
 
 
 def _owner(node):
@@ -694,7 +1098,28 @@ def _fit_max_of_lines(points, n_segments=2):
     return 2, [a[0], b[0]], [a[1], b[1]], [pts[first][0], pts[k][0], pts[last][0]]
 
 
-def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
+def _training_step(gatherer, inputs):
+    try:
+        gatherer.run(inputs)
+    except Exception as e:  # the model's own error on these inputs
+        name = gatherer.root.__class__.__name__
+        raise ExportError(f"cannot run a training step of {name} on the example "
+                          f"inputs ({_one_line(e)})") from e
+
+
+def _median_ops(recorded):
+    """The first recording, each op's runtime the median over the recordings
+    (when they all ran the same ops), and which ops autograd saved."""
+    rec = recorded[0]
+    same = all([o.name for o in r.ops] == [o.name for o in rec.ops] for r in recorded)
+    for i, op in enumerate(rec.ops):
+        if same:
+            op.runtime = statistics.median(r.ops[i].runtime for r in recorded)
+        op.saved = any(ptr in rec.saved for ptr in op.out_ptrs)
+    return rec
+
+
+def gather_module_info(module, example_inputs, gm=None, timing_runs=3, device="cpu"):
     """PyTorch's SAC `module_info` for `module` on `example_inputs`.
 
     One training-mode forward and backward on CPU with forward pre/post hooks
@@ -710,18 +1135,27 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
     starts (grad_total), input/output bytes.  Non-leaf modules also get
     `sac_stats` built from their FX operation nodes and the recompute-vs-
     discard trade-off (see _greedy_tradeoff and _fit_max_of_lines)."""
-    inputs = _to_inputs(example_inputs)
+    device = resolve_device(device)
+    clock = _Clock(device)
+    inputs = _to_device(_to_inputs(example_inputs), device)
     gm = gm if gm is not None else trace(module)
     modes = _save_modes(module) + _save_modes(gm)
-    module.train()
-    gm.train()
+    runs_n = max(1, timing_runs)
     try:
-        runs = [_Gatherer(module) for _ in range(max(1, timing_runs))]
-        for g in runs:
-            g.run(inputs)
-        latencies, saved_nodes = _fx_training_pass(gm, inputs, timing_runs)
+        with _OnDevice(module, device), _OnDevice(gm, device):
+            module.train()
+            gm.train()
+            runs = [_Gatherer(module, clock) for _ in range(runs_n)]
+            # separate runs record the aten operations: the recorder's own
+            # overhead must not count in the modules' forward times
+            recorded = [_Gatherer(module, clock, record_ops=True) for _ in range(runs_n)]
+            for r in runs + recorded:
+                _training_step(r, inputs)
+            latencies, saved_nodes = _fx_training_pass(gm, inputs, timing_runs, clock)
     finally:
         _restore_modes(modes)
+    rec = _median_ops(recorded)
+    inlined = _fx_inlined(gm)
     g = runs[0]
     root_name = module.__class__.__name__
 
@@ -762,7 +1196,7 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
             "slopes": [], "intercepts": [], "breakpoints": [], "tradeoff_curve": {},
         }
         if not is_leaf:
-            ops = _module_ops(gm, fqn, latencies, saved_nodes)
+            ops = _module_ops(gm, fqn, latencies, saved_nodes, rec, inlined)
             if ops["func_names"]:
                 _add_tradeoff(entry, ops)
         stats.append(entry)
@@ -798,7 +1232,7 @@ def _add_tradeoff(entry, ops):
     entry["breakpoints"] = [float(f"{b:.6g}") for b in breaks]
 
 
-def _fx_training_pass(gm, inputs, timing_runs):
+def _fx_training_pass(gm, inputs, timing_runs, clock=None):
     """Finds the nodes whose output autograd saves for backward (saved-tensor
     hooks) and the latency of every node: the one export_traced() measured
     when there is one, else timed here."""
@@ -812,7 +1246,7 @@ def _fx_training_pass(gm, inputs, timing_runs):
 
     rec = _Recorder(gm)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        rec.propagate(*inputs)
+        _propagate(rec, inputs)
     latencies, saved_nodes = {}, set()
     for node in gm.graph.nodes:
         value = rec.env.get(node)
@@ -823,7 +1257,7 @@ def _fx_training_pass(gm, inputs, timing_runs):
             if "partd_latency_ms" in node.meta:
                 latencies[node] = node.meta["partd_latency_ms"]
             else:
-                latencies[node] = _round_ms(rec.time_node(node, timing_runs))
+                latencies[node] = _round_ms(rec.time_node(node, timing_runs, clock))
     rec.env.clear()
     return latencies, saved_nodes
 
