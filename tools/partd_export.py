@@ -328,13 +328,16 @@ def timing_meta(device, runs):
 
 
 def _with_grad_leaves(value, leaves):
-    """`value` with every tensor that requires grad replaced by a fresh leaf
-    (appended to `leaves`), so one node's backward can run on its own."""
+    """`value` with every tensor that requires grad replaced by a copy of a
+    fresh leaf (the leaf appended to `leaves`), so that one node's backward
+    can run on its own. The node gets the copy, not the leaf: in-place
+    operations on a leaf are errors, and the recorded values stay as they
+    were. The copy's own backward only passes the gradient on."""
     if isinstance(value, torch.Tensor):
         if value.requires_grad:
             leaf = value.detach().requires_grad_(True)
             leaves.append(leaf)
-            return leaf
+            return leaf.clone()
         return value
     if isinstance(value, tuple):
         return tuple(_with_grad_leaves(v, leaves) for v in value)
@@ -393,8 +396,7 @@ class _Recorder(ShapeProp):
 
         The recorded values come from a forward with autograd on (training
         mode), so `requires_grad` of every input is what it is in training.
-        The node runs again on detached copies of the inputs that require
-        grad; its backward is timed from gradients of ones at its outputs
+        The node runs again on copies of the inputs that require grad; its backward is timed from gradients of ones at its outputs
         to its inputs and parameters (retain_graph, so that every run times
         the same graph; torch.autograd.grad, so nothing accumulates in the
         parameters' .grad). 0 when no gradient flows through the node."""
@@ -410,11 +412,6 @@ class _Recorder(ShapeProp):
                       if p.requires_grad]
         if not leaves and not params:
             return 0.0
-        if leaves and _op_kind(self.module, node)[1]:
-            # in-place on a leaf that requires grad is an error: the node
-            # works on a copy, as it does on an intermediate in the model
-            first = leaves[0]
-            args = tuple(a.clone() if a is first else a for a in args)
         with torch.enable_grad():
             out = fn(node.target, args, kwargs)
         outs = [t for t in _flat_tensors(out) if t.requires_grad and t.grad_fn is not None]
@@ -513,8 +510,8 @@ def _propagate(recorder, inputs):
         raise
     except Exception as e:  # the model's own error on these inputs
         name = recorder.module.__class__.__name__
-        raise ExportError(f"cannot run {name} on the example inputs "
-                          f"({_one_line(e)})") from e
+        detail = str(e).strip().splitlines()[0] if isinstance(e, _NodeError) else _one_line(e)
+        raise ExportError(f"cannot run {name} on the example inputs ({detail})") from e
 
 
 def export_traced(gm, example_inputs, *, name=None, timing=True, timing_runs=5,
@@ -936,7 +933,7 @@ def _fx_entry(gm, n, latencies, saved_nodes):
     return {"name": _target_name(n).split(".")[-1], "runtime": latencies.get(n, 0.0),
             "memory": _meta_bytes(n.meta.get("tensor_meta")), "view": view,
             "inplace": inplace, "rand": rand, "saved": n in saved_nodes, "key": n,
-            "parent": parents[0] if parents else None}
+            "parents": parents}
 
 
 def _fx_inlined(gm):
@@ -1370,7 +1367,10 @@ def load_model(spec, kwargs=None):
     factory = mod
     for atom in attr.split("."):
         factory = getattr(factory, atom)
-    model = factory(**(kwargs or {}))
+    try:
+        model = factory(**(kwargs or {}))
+    except Exception as e:  # the factory's own error (bad kwargs, ...)
+        raise ValueError(f"{spec} failed: {_one_line(e)}") from e
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"{spec} did not return an nn.Module")
     return model
@@ -1411,7 +1411,65 @@ def _options_from_args(args):
             sac[key] = value
     if args.sac or sac:
         options["sac"] = sac
+    training = {}
+    for key in ("schedule", "microbatches", "stages", "device_order", "checkpoint",
+                "unit_depth", "backward_factor", "param_factor"):
+        value = getattr(args, "training_" + key)
+        if value is not None:
+            training[key] = value
+    if training:
+        if args.mode != "training":
+            raise ValueError("--training-* options need --mode training")
+        options["training"] = training
+    if args.mode == "training" and pipeline:
+        raise ValueError("--stages, --balance-by, --cut-after, --schedule, --microbatches and "
+                         "--param-factor set options.pipeline; with --mode training use "
+                         "--training-stages, --training-schedule, --training-microbatches, "
+                         "--training-param-factor")
     return options
+
+
+def _training_stages(text):
+    """--training-stages: 'auto' or an integer >= 1."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'auto' or an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _at_least_1(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number > 0, got {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _non_negative(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number >= 0, got {text!r}") from None
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
 
 
 def dumps(doc):
@@ -1470,7 +1528,12 @@ def main(argv=None):
     p.add_argument("--fx-sizes", action="store_true",
                    help="sizes exactly as torch.fx get_size_of_node (parameters only, no buffers)")
     p.add_argument("--no-shapes", action="store_true", help="leave out meta.shape/dtype")
-    p.add_argument("--mode", choices=["pipeline", "size_based"])
+    p.add_argument("--device", default="cpu",
+                   help="where timing runs: cpu (default), cuda or cuda:N (synchronised); "
+                        "an error when CUDA is not available")
+    p.add_argument("--no-backward", action="store_true",
+                   help="time forwards only (no backward_ms)")
+    p.add_argument("--mode", choices=["pipeline", "size_based", "training"])
     p.add_argument("--stages", type=int)
     p.add_argument("--balance-by", choices=["time", "memory", "params", "uniform"])
     p.add_argument("--cut-after", action="append", help="node name or module fqn (repeatable)")
@@ -1487,6 +1550,22 @@ def main(argv=None):
     p.add_argument("--sac-time-limit-ms", type=float, help="options.sac.time_limit_ms")
     p.add_argument("--sac-relative-gap", type=float, help="options.sac.relative_gap")
     p.add_argument("--sac-frontier-points", type=int, help="options.sac.frontier_points")
+    p.add_argument("--training-schedule", choices=["gpipe", "1f1b"],
+                   help="options.training.schedule (needs --mode training)")
+    p.add_argument("--training-microbatches", type=_at_least_1,
+                   help="options.training.microbatches")
+    p.add_argument("--training-stages", type=_training_stages,
+                   help="options.training.stages: an integer or auto")
+    p.add_argument("--training-device-order", choices=["given", "auto"],
+                   help="options.training.device_order")
+    p.add_argument("--training-checkpoint", choices=["never", "always", "except_last", "auto"],
+                   help="options.training.checkpoint")
+    p.add_argument("--training-unit-depth", type=_at_least_1,
+                   help="options.training.unit_depth")
+    p.add_argument("--training-backward-factor", type=_non_negative,
+                   help="options.training.backward_factor")
+    p.add_argument("--training-param-factor", type=_positive,
+                   help="options.training.param_factor")
     args = p.parse_args(argv)
     try:
         kwargs = json.loads(args.kwargs)
@@ -1501,17 +1580,25 @@ def main(argv=None):
             raise ValueError("options.sac needs --module-info")
         inputs = [parse_input(s) for s in args.input]
         devices = parse_devices(args.devices) if args.devices else None
+        device = resolve_device(args.device)
         model = load_model(args.model, kwargs)
     except (ValueError, json.JSONDecodeError, ImportError, AttributeError) as e:
         print(f"partd_export: {e}", file=sys.stderr)
         return 2
     graph_kwargs = dict(name=args.name, timing=not args.no_timing,
                         timing_runs=args.timing_runs, fx_sizes=args.fx_sizes,
-                        module_info=args.module_info, shapes=not args.no_shapes)
-    if args.graph_only:
-        doc = export_graph(model, inputs, **graph_kwargs)
-    else:
-        doc = export_request(model, inputs, devices, options, **graph_kwargs)
+                        module_info=args.module_info, shapes=not args.no_shapes,
+                        device=device, backward=not args.no_backward)
+    try:
+        if args.graph_only:
+            doc = export_graph(model, inputs, **graph_kwargs)
+        else:
+            doc = export_request(model, inputs, devices, options, **graph_kwargs)
+    except ExportError as e:  # untraceable, or fails on the inputs: one line
+        print(f"partd_export: {e}", file=sys.stderr)
+        return 2
+    if not args.no_timing and device.type == "cpu":
+        print(f"partd_export: warning: {CPU_TIMING_WARNING}", file=sys.stderr)
     text = dumps(doc)
     if args.output == "-":
         sys.stdout.write(text)
