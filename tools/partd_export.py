@@ -14,11 +14,25 @@ contract (api/schemas/request.json):
   sees it as shared.  ``call_function``/``call_method`` nodes never carry
   parameters;
 * ``module``: the fully qualified name of the innermost nn.Module whose
-  forward created the node;
-* ``latency_ms``: the median of several timed runs of each node on the
-  example inputs (CPU), or 0 with ``--no-timing`` (reproducible output);
+  forward created the node.  torch 1.13's tracer keeps no
+  ``nn_module_stack``, and a node's position between module calls does not
+  say whether it belongs to the module before, the one after or their
+  parent, so the tracer here keeps its own stack of the modules whose
+  forward is being traced and stamps every node it creates with the top of
+  it.  The root's own operations have no ``module`` (its fqn is "");
+* ``latency_ms``: the median of ``--timing-runs`` timed runs of each node on
+  the example inputs after a warm-up, or 0 with ``--no-timing``
+  (reproducible output);
+* ``backward_ms``: the median of as many timed backward runs of each node
+  alone, in training mode (``_Recorder.time_node_backward``); left out with
+  ``--no-backward`` or ``--no-timing``;
+* the ``output`` node's ``meta.timing``: the device that measured
+  (``--device cpu|cuda[:N]``; on CUDA every reading of the clock is
+  synchronised), the number of runs and, for the CPU, a warning that the
+  times are for the relative balance of stages only;
 * with ``--module-info``: ``graph.modules`` in the shape of PyTorch's
-  ``module_info`` (see ``gather_module_info``).
+  ``module_info`` (see ``gather_module_info``);
+* ``options`` from the flags, ``--mode training`` with ``--training-*``.
 
 Sizes: by default ``params`` lists parameters and buffers (what the device
 has to hold).  ``--fx-sizes`` instead reproduces torch.fx's
@@ -35,9 +49,11 @@ Python API: ``export_request(module, example_inputs, devices, options)``,
 ``export_graph(module, example_inputs)``, ``parse_devices("4x16GiB")``,
 ``gather_module_info(module, example_inputs)``.
 
-Errors: bad command-line values exit with status 2 and a message on stderr;
-the Python API raises ``ValueError`` for bad arguments and lets tracing
-errors from torch.fx propagate.
+Errors: bad command-line values, a model torch.fx cannot trace and a model
+that fails on its example inputs exit with status 2 and one line on stderr
+(no traceback); the Python API raises ``ValueError`` for bad arguments and
+``ExportError`` (a ValueError, its __cause__ the original exception) for
+models it cannot trace or run.
 """
 
 import argparse
@@ -1119,9 +1135,11 @@ def _median_ops(recorded):
 def gather_module_info(module, example_inputs, gm=None, timing_runs=3, device="cpu"):
     """PyTorch's SAC `module_info` for `module` on `example_inputs`.
 
-    One training-mode forward and backward on CPU with forward pre/post hooks
-    on every module, saved-tensor hooks (which activations autograd keeps)
-    and gradient hooks.  Module names follow PyTorch's ModTracker: the root
+    Training-mode forwards and backwards on `device` with forward pre/post
+    hooks on every module, saved-tensor hooks (which activations autograd
+    keeps) and gradient hooks, and as many more forwards that record every
+    aten operation (_OpRecorder) for the modules torch.fx cannot look into.
+    Module names follow PyTorch's ModTracker: the root
     is its class name and every other module is `Root.child.grandchild`.
 
     Per module: param/grad bytes (parameters it owns, recursively), forward
@@ -1130,8 +1148,12 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3, device="c
     bytes saved for backward inside it (act_fw), activations alive after its
     forward (act_total), gradients already accumulated when its backward
     starts (grad_total), input/output bytes.  Non-leaf modules also get
-    `sac_stats` built from their FX operation nodes and the recompute-vs-
-    discard trade-off (see _greedy_tradeoff and _fit_max_of_lines)."""
+    `sac_stats` built from their FX operation nodes, or from the recorded
+    aten operations where torch.fx sees none (see _module_ops), and the
+    recompute-vs-discard trade-off (see _greedy_tradeoff and
+    _fit_max_of_lines), so a non-leaf module that keeps activations always
+    has n_segments >= 1.  Raises ExportError when a training step of the
+    model fails on the example inputs."""
     device = resolve_device(device)
     clock = _Clock(device)
     inputs = _to_device(_to_inputs(example_inputs), device)
