@@ -72,10 +72,9 @@ import time
 
 import torch
 import torch.fx
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.fx.node import _get_qualified_name
-from torch.fx.node import map_aggregate
+from torch.fx.node import _get_qualified_name, map_aggregate
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata, _extract_tensor_metadata
+from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
     "export_request",
@@ -183,8 +182,8 @@ def trace(module):
         graph = tracer.trace(module)
     except Exception as e:  # torch.fx raises TraceError, TypeError, RuntimeError, ...
         raise ExportError(f"cannot trace {name} with torch.fx ({_one_line(e)}); "
-                          "data-dependent control flow must be made traceable "
-                          "(torch.fx.wrap, concrete_args) first") from e
+                          "make it traceable first (data-dependent control flow: "
+                          "torch.fx.wrap or concrete_args)") from e
     return torch.fx.GraphModule(tracer.root, graph, name)
 
 
@@ -412,10 +411,11 @@ class _Recorder(ShapeProp):
 
         The recorded values come from a forward with autograd on (training
         mode), so `requires_grad` of every input is what it is in training.
-        The node runs again on copies of the inputs that require grad; its backward is timed from gradients of ones at its outputs
-        to its inputs and parameters (retain_graph, so that every run times
-        the same graph; torch.autograd.grad, so nothing accumulates in the
-        parameters' .grad). 0 when no gradient flows through the node."""
+        The node runs again on copies of the inputs that require grad; its
+        backward is timed from gradients of ones at its outputs to its inputs
+        and parameters (retain_graph, so that every run times the same graph;
+        torch.autograd.grad, so nothing accumulates in the parameters'
+        .grad). 0 when no gradient flows through the node."""
         if node.op not in ("call_module", "call_function", "call_method"):
             return 0.0
         fn, args, kwargs = self._node_call(node)
@@ -1453,15 +1453,7 @@ def _options_from_args(args):
 
 def _training_stages(text):
     """--training-stages: 'auto' or an integer >= 1."""
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'auto' or an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return text if text == "auto" else _at_least_1(text)
 
 
 def _at_least_1(text):
@@ -1546,7 +1538,8 @@ def main(argv=None):
     p.add_argument("--name", help="graph name (default: the model class)")
     p.add_argument("--module-info", action="store_true", help="also gather graph.modules for options.sac")
     p.add_argument("--no-timing", action="store_true", help="write latency_ms 0 (reproducible output)")
-    p.add_argument("--timing-runs", type=int, default=5, help="timed runs per node (median)")
+    p.add_argument("--timing-runs", type=int, default=5,
+                   help="timed runs per node, forward and backward (the median is written)")
     p.add_argument("--fx-sizes", action="store_true",
                    help="sizes exactly as torch.fx get_size_of_node (parameters only, no buffers)")
     p.add_argument("--no-shapes", action="store_true", help="leave out meta.shape/dtype")
