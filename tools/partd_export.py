@@ -842,13 +842,19 @@ _RANDOM_ATEN = {"native_dropout", "dropout", "bernoulli", "bernoulli_", "rand", 
 class _Op:
     """One aten operation of a recorded forward (TorchDispatchMode)."""
 
-    __slots__ = ("name", "runtime", "memory", "view", "inplace", "rand", "out_ptrs",
-                 "parent", "saved")
+    __slots__ = ("name", "runtime", "outs", "view", "inplace", "rand", "parent", "saved")
 
-    def __init__(self, name, runtime, memory, view, inplace, rand, out_ptrs, parent):
-        self.name, self.runtime, self.memory = name, runtime, memory
+    def __init__(self, name, runtime, outs, view, inplace, rand, parent):
+        self.name, self.runtime, self.outs = name, runtime, outs  # outs: {data_ptr: bytes}
         self.view, self.inplace, self.rand = view, inplace, rand
-        self.out_ptrs, self.parent, self.saved = out_ptrs, parent, False
+        self.parent, self.saved = parent, False
+
+    def memory(self, kept_ptrs=()):
+        """Bytes this op creates, without the tensors in kept_ptrs (views
+        and in-place updates create none)."""
+        if self.view or self.inplace:
+            return 0
+        return sum(b for ptr, b in self.outs.items() if ptr not in kept_ptrs)
 
 
 class _OpRecorder(TorchDispatchMode):
@@ -875,32 +881,30 @@ class _OpRecorder(TorchDispatchMode):
         inplace = any(r.alias_info is not None and r.alias_info.is_write for r in returns)
         view = not inplace and any(r.alias_info is not None for r in returns)
         name = func.overloadpacket.__name__
-        tensors = _flat_tensors(out)
-        ptrs = {t.data_ptr() for t in tensors}
+        outs = {t.data_ptr(): _tensor_bytes(t) for t in _flat_tensors(out)}
         parent = None
         if inplace:
             firsts = _flat_tensors(args[:1])
             parent = self.producer.get(firsts[0].data_ptr()) if firsts else None
-        memory = 0 if (view or inplace) else _distinct_bytes(tensors)
         index = len(g.ops)
-        g.ops.append(_Op(name, elapsed, memory, view, inplace, name in _RANDOM_ATEN,
-                         ptrs, parent))
+        g.ops.append(_Op(name, elapsed, outs, view, inplace, name in _RANDOM_ATEN, parent))
         if not view and not inplace:
-            for ptr in ptrs:
+            for ptr in outs:
                 self.producer[ptr] = index
         for fqn in g.stack:
             g.calls[fqn][-1].append(index)
         return out
 
 
-def _stats_of(entries, kept=None):
+def _stats_of(entries, outputs_known=False):
     """SACStats fields from op entries (dicts: name, runtime, memory, view,
     inplace, rand, saved, key, parents: keys of the ops an in-place op may
     update, the first one in the list counts).
 
-    kept: keys of the ops whose output is the module's output (always kept,
-    so discarding them frees nothing). Without it the last op that is
-    neither a view nor in-place is taken to be the output, as PyTorch does."""
+    outputs_known: the entries' memory already leaves out the module's
+    output (always kept, so discarding it frees nothing). Otherwise the last
+    op that is neither a view nor in-place is taken to be the output and its
+    memory is 0, as PyTorch does."""
     index = {e["key"]: i for i, e in enumerate(entries)}
     stats = {"func_names": [], "runtimes": [], "memory": [], "view_like_ops": [],
              "rand_ops": [], "saved_autograd_ops": [], "inplace_ops": [],
@@ -918,11 +922,7 @@ def _stats_of(entries, kept=None):
         if e["inplace"]:
             inside = [index[p] for p in e["parents"] if p in index]
             stats["inplace_ops"].append([i, inside[0] if inside else i])
-    if kept is not None:
-        for i, e in enumerate(entries):
-            if e["key"] in kept:
-                stats["memory"][i] = 0
-    elif entries:
+    if entries and not outputs_known:
         skip = set(stats["view_like_ops"]) | {p[0] for p in stats["inplace_ops"]}
         last = len(entries) - 1
         while last > 0 and last in skip:
@@ -931,12 +931,14 @@ def _stats_of(entries, kept=None):
     return stats
 
 
-def _runtime_entries(rec, indices):
-    """Op entries of recorded aten operations (indices into rec.ops)."""
+def _runtime_entries(rec, indices, kept_ptrs=()):
+    """Op entries of recorded aten operations (indices into rec.ops); the
+    tensors in kept_ptrs (the module's outputs) count no memory."""
     out = []
     for i in indices:
         op = rec.ops[i]
-        out.append({"name": op.name, "runtime": _round_ms(op.runtime), "memory": op.memory,
+        out.append({"name": op.name, "runtime": _round_ms(op.runtime),
+                    "memory": op.memory(kept_ptrs),
                     "view": op.view, "inplace": op.inplace, "rand": op.rand,
                     "saved": op.saved, "key": ("aten", i), "parents": [("aten", op.parent)]})
     return out
@@ -965,7 +967,7 @@ def _fx_inlined(gm):
     return inside
 
 
-def _module_ops(gm, fqn, latencies, saved_nodes, rec=None, inlined=None):
+def _module_ops(gm, fqn, latencies, saved_nodes, rec=None, inlined=None, aten=False):
     """SACStats-shaped op list of module `fqn`.
 
     When torch.fx traced into the module, its ops are the operation nodes
@@ -975,16 +977,16 @@ def _module_ops(gm, fqn, latencies, saved_nodes, rec=None, inlined=None):
     has children of its own (a composite that torch.fx keeps whole, such as
     nn.MultiheadAttention) stands for the aten operations recorded inside
     that call. A module torch.fx did not trace into (a leaf of the trace, or
-    one running inside such a leaf) gets the aten operations recorded while
-    it ran; its output ops are the ones kept."""
+    one running inside such a leaf), and any module with aten=True, gets the
+    aten operations recorded while it ran; its output tensors are the ones
+    kept."""
     if inlined is None:
         inlined = _fx_inlined(gm)
-    if rec is not None and fqn not in inlined:
+    if rec is not None and (aten or fqn not in inlined):
         calls = rec.calls.get(fqn, [])
         indices = sorted({i for call in calls for i in call})
         kept_ptrs = set().union(*rec.call_out_ptrs.get(fqn, [set()]))
-        kept = {("aten", i) for i in indices if rec.ops[i].out_ptrs & kept_ptrs}
-        return _stats_of(_runtime_entries(rec, indices), kept)
+        return _stats_of(_runtime_entries(rec, indices, kept_ptrs), outputs_known=True)
     entries, seen = [], {}
     for n in gm.graph.nodes:
         if n.op not in ("call_module", "call_function", "call_method"):
@@ -1128,7 +1130,7 @@ def _median_ops(recorded):
     for i, op in enumerate(rec.ops):
         if same:
             op.runtime = statistics.median(r.ops[i].runtime for r in recorded)
-        op.saved = any(ptr in rec.saved for ptr in op.out_ptrs)
+        op.saved = any(ptr in rec.saved for ptr in op.outs)
     return rec
 
 
@@ -1216,6 +1218,11 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3, device="c
         }
         if not is_leaf:
             ops = _module_ops(gm, fqn, latencies, saved_nodes, rec, inlined)
+            if entry["act_fw_per_module"] > 0 and sum(ops["memory"]) == 0:
+                # it keeps activations, but they are made inside operations
+                # torch.fx sees as one (a torch.fx.wrap'ed function, a leaf
+                # module's internals): the aten operations show them
+                ops = _module_ops(gm, fqn, latencies, saved_nodes, rec, inlined, aten=True)
             if ops["func_names"]:
                 _add_tradeoff(entry, ops)
         stats.append(entry)

@@ -439,6 +439,49 @@ def test_multihead_attention_is_measured(attention_module_info):
     assert stats["AttentionBlock"]["sac_memory"] > attn["sac_memory"]
 
 
+def _attend(x, w):
+    """Self-attention in one function that torch.fx keeps whole (wrapped)."""
+    scores = torch.softmax((x @ w) @ x.transpose(-2, -1), dim=-1)
+    return scores @ x
+
+
+torch.fx.wrap("_attend")
+
+
+class WrappedAttention(torch.nn.Module):
+    """Its work happens in a function outside every hooked module: to
+    torch.fx it is one call_function node, whose output is the module's."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre = torch.nn.Identity()
+        self.w = torch.nn.Parameter(torch.randn(16, 16))
+
+    def forward(self, x):
+        return _attend(self.pre(x), self.w)
+
+
+class TwoAttentions(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = WrappedAttention()
+        self.b = WrappedAttention()
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+def test_work_inside_a_wrapped_function_is_measured():
+    torch.manual_seed(0)
+    info = pe.gather_module_info(TwoAttentions(), torch.randn(2, 8, 16), timing_runs=1)
+    stats = {s["fqn"]: s for s in info["mod_stats"]}
+    for fqn in ("TwoAttentions.a", "TwoAttentions.b"):
+        s = stats[fqn]
+        assert s["is_leaf"] is False and s["act_fw_per_module"] > 0
+        assert s["n_segments"] >= 1 and s["sac_memory"] > 0, fqn
+        assert "_softmax" in s["sac_stats"]["func_names"]
+
+
 @pytest.mark.parametrize("case", ["attention", "gpt2", "vit"])
 def test_every_module_holding_activations_has_a_tradeoff(case, attention_module_info,
                                                          gpt2_module_info):
