@@ -1390,7 +1390,12 @@ def load_model(spec, kwargs=None):
         if mod_spec is None:
             raise ValueError(f"cannot load {module_name}")
         mod = importlib.util.module_from_spec(mod_spec)
-        mod_spec.loader.exec_module(mod)
+        try:
+            mod_spec.loader.exec_module(mod)
+        except FileNotFoundError:
+            raise ValueError(f"no such file: {module_name}") from None
+        except Exception as e:  # the file's own error (syntax, imports, ...)
+            raise ValueError(f"cannot load {module_name}: {_one_line(e)}") from e
     else:
         mod = importlib.import_module(module_name)
     factory = mod

@@ -776,3 +776,13 @@ def test_cli_rejects_bad_training_values(flag, value):
         pe.main(["torch.nn:Identity", "--input", "1", "--devices", "1GiB",
                  "--mode", "training", flag, value])
     assert e.value.code == 2 and flag in err.getvalue()
+
+
+def test_model_file_that_fails_to_load_is_one_line_and_exit_2(tmp_path):
+    model = tmp_path / "bad.py"
+    model.write_text('raise RuntimeError("import failed\\nsecond line")\n')
+    for spec, message in ((f"{model}:f", "cannot load"), (f"{tmp_path}/none.py:f", "no such file")):
+        proc = _export(spec, "--input", "1", "--devices", "1GiB")
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+        assert message in proc.stderr
