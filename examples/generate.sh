@@ -2,7 +2,7 @@
 # Regenerates the examples: each examples/NAME/request.json is exported from
 # a real model with tools/partd_export.py (random weights, latencies measured
 # on this machine's CPU: medians of timed runs; the GPT-2 and ViT examples
-# use short inputs and two runs, as this Debian torch multiplies matrices
+# use short inputs and two or three runs, as this Debian torch multiplies matrices
 # slowly on the CPU), and examples/NAME/result.json is what `partd plan`
 # answers. Results are deterministic: planning a stored request again gives
 # the stored result byte for byte (tests/python/test_schemas.py checks it);
@@ -21,7 +21,7 @@ EXPORT="$PY tools/partd_export.py"
 cd "$(dirname "$0")/.."
 if [ "$PLAN_ONLY" = 0 ]; then
 mkdir -p examples/resnet50 examples/resnet50-size_based examples/gpt2-small examples/gpt2-sac \
-    examples/vit_b_16
+    examples/vit_b_16 examples/gpt2-training
 
 # ResNet-50, microbatches of 32 images (node sizes are per microbatch),
 # four microbatches in flight (GPipe) over four 16 GiB GPUs.
@@ -42,6 +42,18 @@ $EXPORT tests/python/models.py:gpt2 --input 1,64:int64 --timing-runs 2 \
     --devices a100-0=40GiB,a100-1=40GiB,t4-0=16GiB@0.5,t4-1=16GiB@0.5 \
     --mode pipeline --balance-by time --schedule 1f1b --microbatches 8 \
     --param-factor 4 -o examples/gpt2-small/request.json
+
+# GPT-2 small, 1 x 64 tokens, one training step planned jointly (mode
+# training): measured backward_ms per node, module fqns for the units, 1F1B
+# over 8 microbatches; partd picks the stage count, which of two fast 2 GiB
+# and two half-speed 1 GiB devices run the stages and in which order, and
+# which units to checkpoint (weights + grads + Adam moments, param_factor 4,
+# come to 2091 MiB for the whole model: more than any one device holds).
+$EXPORT tests/python/models.py:gpt2 --input 1,64:int64 --timing-runs 3 \
+    --devices fast0=2GiB,fast1=2GiB,slow0=1GiB@0.5,slow1=1GiB@0.5 \
+    --mode training --training-schedule 1f1b --training-microbatches 8 \
+    --training-stages auto --training-device-order auto --training-checkpoint auto \
+    --training-param-factor 4 -o examples/gpt2-training/request.json
 
 # A GPT-2-shaped model whose activations dominate (4 x 512 tokens, width 128,
 # 4 layers), with the module statistics of one training step and the

@@ -14,11 +14,25 @@ contract (api/schemas/request.json):
   sees it as shared.  ``call_function``/``call_method`` nodes never carry
   parameters;
 * ``module``: the fully qualified name of the innermost nn.Module whose
-  forward created the node;
-* ``latency_ms``: the median of several timed runs of each node on the
-  example inputs (CPU), or 0 with ``--no-timing`` (reproducible output);
+  forward created the node.  torch 1.13's tracer keeps no
+  ``nn_module_stack``, and a node's position between module calls does not
+  say whether it belongs to the module before, the one after or their
+  parent, so the tracer here keeps its own stack of the modules whose
+  forward is being traced and stamps every node it creates with the top of
+  it.  The root's own operations have no ``module`` (its fqn is "");
+* ``latency_ms``: the median of ``--timing-runs`` timed runs of each node on
+  the example inputs after a warm-up, or 0 with ``--no-timing``
+  (reproducible output);
+* ``backward_ms``: the median of as many timed backward runs of each node
+  alone, in training mode (``_Recorder.time_node_backward``); left out with
+  ``--no-backward`` or ``--no-timing``;
+* the ``output`` node's ``meta.timing``: the device that measured
+  (``--device cpu|cuda[:N]``; on CUDA every reading of the clock is
+  synchronised), the number of runs and, for the CPU, a warning that the
+  times are for the relative balance of stages only;
 * with ``--module-info``: ``graph.modules`` in the shape of PyTorch's
-  ``module_info`` (see ``gather_module_info``).
+  ``module_info`` (see ``gather_module_info``);
+* ``options`` from the flags, ``--mode training`` with ``--training-*``.
 
 Sizes: by default ``params`` lists parameters and buffers (what the device
 has to hold).  ``--fx-sizes`` instead reproduces torch.fx's
@@ -35,9 +49,11 @@ Python API: ``export_request(module, example_inputs, devices, options)``,
 ``export_graph(module, example_inputs)``, ``parse_devices("4x16GiB")``,
 ``gather_module_info(module, example_inputs)``.
 
-Errors: bad command-line values exit with status 2 and a message on stderr;
-the Python API raises ``ValueError`` for bad arguments and lets tracing
-errors from torch.fx propagate.
+Errors: bad command-line values, a model torch.fx cannot trace and a model
+that fails on its example inputs exit with status 2 and one line on stderr
+(no traceback); the Python API raises ``ValueError`` for bad arguments and
+``ExportError`` (a ValueError, its __cause__ the original exception) for
+models it cannot trace or run.
 """
 
 import argparse
@@ -56,8 +72,9 @@ import time
 
 import torch
 import torch.fx
-from torch.fx.node import _get_qualified_name
-from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
+from torch.fx.node import _get_qualified_name, map_aggregate
+from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata, _extract_tensor_metadata
+from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
     "export_request",
@@ -141,11 +158,32 @@ class _UnpackingProxy(torch.fx.Proxy):
         return gen if gen is not None else self.tracer.iter(self)
 
 
+class ExportError(ValueError):
+    """A model the exporter cannot trace or run on its example inputs.
+
+    The message is one line that names the model class and the reason (the
+    first line of torch's error); the original exception is its __cause__."""
+
+
+def _one_line(exc):
+    text = str(exc).strip().splitlines()
+    first = text[0].strip() if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def trace(module):
-    """symbolic_trace with module ownership recorded; returns a GraphModule."""
+    """symbolic_trace with module ownership recorded; returns a GraphModule.
+
+    Raises ExportError when torch.fx cannot trace the module (data-dependent
+    control flow, unsupported Python constructs, ...)."""
     tracer = _ModuleTracer()
-    graph = tracer.trace(module)
     name = module.__class__.__name__
+    try:
+        graph = tracer.trace(module)
+    except Exception as e:  # torch.fx raises TraceError, TypeError, RuntimeError, ...
+        raise ExportError(f"cannot trace {name} with torch.fx ({_one_line(e)}); "
+                          "make it traceable first (data-dependent control flow: "
+                          "torch.fx.wrap or concrete_args)") from e
     return torch.fx.GraphModule(tracer.root, graph, name)
 
 
@@ -242,26 +280,165 @@ def _target_name(node):
 # ---------------------------------------------------------------------------
 
 
+# The clock every measurement reads (tests replace it with a fake one).
+_perf_counter = time.perf_counter
+
+CPU_TIMING_WARNING = ("latencies were measured on the CPU: use them for the relative "
+                      "balance of stages, not as GPU times")
+
+
+class _Clock:
+    """Wall-clock timing on one device.
+
+    On CUDA the device is synchronised before the clock is read, so that a
+    measurement covers the kernels a call launched, not just their launch."""
+
+    def __init__(self, device="cpu"):
+        self.device = torch.device(device)
+
+    def now(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return _perf_counter()
+
+    def median_ms(self, fn, runs):
+        """Median wall-clock ms of `runs` calls of fn() after one warm-up call."""
+        fn()
+        samples = []
+        for _ in range(runs):
+            start = self.now()
+            fn()
+            samples.append((self.now() - start) * 1e3)
+        return statistics.median(samples)
+
+
+def resolve_device(name):
+    """'cpu' or 'cuda[:N]' -> torch.device; ExportError when CUDA is asked
+    for and not available (CPU times would silently stand in for GPU times)."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ExportError(f"unknown device {name!r} (cpu, cuda or cuda:N)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ExportError(f"--device {name}: CUDA is not available to this torch "
+                              "(torch.cuda.is_available() is false); use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ExportError(f"--device {name}: only {torch.cuda.device_count()} CUDA "
+                              "device(s)")
+    elif device.type != "cpu":
+        raise ExportError(f"unsupported device {name!r} (cpu, cuda or cuda:N)")
+    return device
+
+
+def timing_meta(device, runs):
+    """What the `output` node's meta says about the measurements."""
+    device = torch.device(device)
+    meta = {"device": device.type, "runs": runs, "statistic": "median"}
+    if device.type == "cuda":
+        meta["device_name"] = torch.cuda.get_device_name(device)
+    else:
+        meta["warning"] = CPU_TIMING_WARNING
+    return meta
+
+
+def _with_grad_leaves(value, leaves):
+    """`value` with every tensor that requires grad replaced by a copy of a
+    fresh leaf (the leaf appended to `leaves`), so that one node's backward
+    can run on its own. The node gets the copy, not the leaf: in-place
+    operations on a leaf are errors, and the recorded values stay as they
+    were. The copy's own backward only passes the gradient on."""
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad:
+            leaf = value.detach().requires_grad_(True)
+            leaves.append(leaf)
+            return leaf.clone()
+        return value
+    if isinstance(value, tuple):
+        return tuple(_with_grad_leaves(v, leaves) for v in value)
+    if isinstance(value, list):
+        return [_with_grad_leaves(v, leaves) for v in value]
+    if isinstance(value, dict):
+        return {k: _with_grad_leaves(v, leaves) for k, v in value.items()}
+    return value
+
+
+class _NodeError(RuntimeError):
+    """A node that failed while the model ran on the example inputs."""
+
+
 class _Recorder(ShapeProp):
     """ShapeProp that keeps every value so nodes can be re-run for timing."""
 
     def __init__(self, gm):
         super().__init__(gm, garbage_collect_values=False)
 
-    def time_node(self, node, runs):
+    def run_node(self, n):
+        # ShapeProp's own run_node prints the traceback of a failing node;
+        # this one reports the failure as one line (node and reason).
+        try:
+            result = torch.fx.Interpreter.run_node(self, n)
+        except Exception as e:
+            raise _NodeError(f"node {n.name}: {_one_line(e)}") from e
+        found = []
+
+        def extract(obj):
+            if isinstance(obj, torch.Tensor):
+                found.append(obj)
+                return _extract_tensor_metadata(obj)
+            return obj
+
+        meta = map_aggregate(result, extract)
+        if found:
+            n.meta["tensor_meta"] = meta
+        n.meta["type"] = type(result)
+        return result
+
+    def _node_call(self, node):
+        args = self.map_nodes_to_values(node.args, node)
+        kwargs = self.map_nodes_to_values(node.kwargs, node)
+        return getattr(self, node.op), args, kwargs
+
+    def time_node(self, node, runs, clock=None):
         """Median wall-clock ms of running `node` on the recorded inputs."""
         if node.op in ("placeholder", "output"):
             return 0.0
-        args = self.map_nodes_to_values(node.args, node)
-        kwargs = self.map_nodes_to_values(node.kwargs, node)
-        fn = getattr(self, node.op)
-        fn(node.target, args, kwargs)  # warm-up
-        samples = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            fn(node.target, args, kwargs)
-            samples.append((time.perf_counter() - start) * 1e3)
-        return statistics.median(samples)
+        fn, args, kwargs = self._node_call(node)
+        return (clock or _Clock()).median_ms(lambda: fn(node.target, args, kwargs), runs)
+
+    def time_node_backward(self, node, runs, clock=None):
+        """Median wall-clock ms of the backward of `node` alone.
+
+        The recorded values come from a forward with autograd on (training
+        mode), so `requires_grad` of every input is what it is in training.
+        The node runs again on copies of the inputs that require grad; its
+        backward is timed from gradients of ones at its outputs to its inputs
+        and parameters (retain_graph, so that every run times the same graph;
+        torch.autograd.grad, so nothing accumulates in the parameters'
+        .grad). 0 when no gradient flows through the node."""
+        if node.op not in ("call_module", "call_function", "call_method"):
+            return 0.0
+        fn, args, kwargs = self._node_call(node)
+        leaves = []
+        args = _with_grad_leaves(args, leaves)
+        kwargs = _with_grad_leaves(kwargs, leaves)
+        params = []
+        if node.op == "call_module":
+            params = [p for p in self.module.get_submodule(node.target).parameters()
+                      if p.requires_grad]
+        if not leaves and not params:
+            return 0.0
+        with torch.enable_grad():
+            out = fn(node.target, args, kwargs)
+        outs = [t for t in _flat_tensors(out) if t.requires_grad and t.grad_fn is not None]
+        if not outs:
+            return 0.0
+        grads = [torch.ones_like(t) for t in outs]
+        wrt = leaves + params
+
+        def backward():
+            torch.autograd.grad(outs, wrt, grads, retain_graph=True, allow_unused=True)
+        return (clock or _Clock()).median_ms(backward, runs)
 
 
 def _round_ms(ms):
@@ -291,49 +468,142 @@ def _to_inputs(example_inputs):
 
 
 def export_graph(module, example_inputs, *, name=None, timing=True, timing_runs=5,
-                 fx_sizes=False, module_info=False, shapes=True):
+                 fx_sizes=False, module_info=False, shapes=True, device="cpu",
+                 backward=True):
     """The `graph` object of a request for `module` on `example_inputs`.
 
     module_info=True adds `modules` (gather_module_info). The module is run in
-    eval mode for shapes and timing and restored to its previous mode."""
+    eval mode for shapes and forward timing, in training mode for backward
+    timing and module info, and restored to its previous mode. device: where
+    timing runs ('cpu', 'cuda', 'cuda:N'); the module and inputs are moved
+    there for the measurements and back. Raises ExportError for a module
+    torch.fx cannot trace or that fails on the example inputs."""
+    device = resolve_device(device)
     gm = trace(module)
     graph = export_traced(gm, example_inputs, name=name or module.__class__.__name__,
                           timing=timing, timing_runs=timing_runs, fx_sizes=fx_sizes,
-                          shapes=shapes)
+                          shapes=shapes, device=device, backward=backward)
     if module_info:
         graph["modules"] = gather_module_info(module, example_inputs, gm=gm,
-                                              timing_runs=timing_runs if timing else 1)
+                                              timing_runs=timing_runs if timing else 1,
+                                              device=device)
     return graph
 
 
+def _to_device(value, device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    return value
+
+
+class _OnDevice:
+    """Moves a module to `device` for a measurement and back afterwards."""
+
+    def __init__(self, module, device):
+        self.module, self.device = module, torch.device(device)
+        first = next(iter(list(module.parameters()) + list(module.buffers())), None)
+        self.home = first.device if first is not None else torch.device("cpu")
+
+    def __enter__(self):
+        if self.device != self.home:
+            self.module.to(self.device)
+        return self
+
+    def __exit__(self, *exc):
+        if self.device != self.home:
+            self.module.to(self.home)
+        return False
+
+
+def _propagate(recorder, inputs):
+    try:
+        recorder.propagate(*inputs)
+    except ExportError:
+        raise
+    except Exception as e:  # the model's own error on these inputs
+        name = recorder.module.__class__.__name__
+        detail = str(e).strip().splitlines()[0] if isinstance(e, _NodeError) else _one_line(e)
+        raise ExportError(f"cannot run {name} on the example inputs ({detail})") from e
+
+
 def export_traced(gm, example_inputs, *, name=None, timing=True, timing_runs=5,
-                  fx_sizes=False, shapes=True):
+                  fx_sizes=False, shapes=True, device="cpu", backward=True):
     """export_graph() for an already traced GraphModule (e.g. one also given
     to torch.fx's Partitioner). Shape propagation leaves `tensor_meta` in the
-    nodes' meta, as torch.fx's ShapeProp does."""
-    inputs = _to_inputs(example_inputs)
+    nodes' meta, as torch.fx's ShapeProp does.
+
+    With timing: `latency_ms` of every node is the median of `timing_runs`
+    forward runs (eval mode, no autograd) and, with backward=True,
+    `backward_ms` the median of as many backward runs of the node alone
+    (training mode; Recorder.time_node_backward); the `output` node's meta
+    says which device measured (`timing`, see timing_meta())."""
+    device = resolve_device(device)
+    clock = _Clock(device)
+    inputs = _to_device(_to_inputs(example_inputs), device)
     modes = _save_modes(gm)
-    gm.eval()
+    latencies, backwards, backward_mode = {}, {}, None
     try:
-        with torch.no_grad():
-            recorder = _Recorder(gm)
-            recorder.propagate(*inputs)
-            latencies = {}
-            if timing:
-                for node in gm.graph.nodes:
-                    latencies[node] = _round_ms(recorder.time_node(node, timing_runs))
-                    # gather_module_info() reuses the measurement
-                    node.meta["partd_latency_ms"] = latencies[node]
-            recorder.env.clear()
+        with _OnDevice(gm, device):
+            gm.eval()
+            with torch.no_grad():
+                recorder = _Recorder(gm)
+                _propagate(recorder, inputs)
+                if timing:
+                    for node in gm.graph.nodes:
+                        latencies[node] = _round_ms(recorder.time_node(node, timing_runs, clock))
+                        # gather_module_info() reuses the measurement
+                        node.meta["partd_latency_ms"] = latencies[node]
+                recorder.env.clear()
+            if timing and backward:
+                backwards, backward_mode = _time_backwards(gm, inputs, timing_runs, clock)
     finally:
         _restore_modes(modes)
     canonical = _canonical_names(gm)
-    nodes = [_node_json(gm, n, canonical, fx_sizes, latencies.get(n, 0.0), shapes)
+    nodes = [_node_json(gm, n, canonical, fx_sizes, latencies.get(n, 0.0), shapes,
+                        backwards.get(n))
              for n in gm.graph.nodes]
+    if timing:
+        output = next((n for n in nodes if n["op"] == "output"), None)
+        if output is not None:
+            meta = timing_meta(device, timing_runs)
+            if backward_mode:
+                meta["backward_mode"] = backward_mode
+            output.setdefault("meta", {})["timing"] = meta
     return {"name": name or gm.__class__.__name__, "nodes": nodes}
 
 
-def _node_json(gm, node, canonical, fx_sizes, latency_ms, shapes):
+def _time_backwards(gm, inputs, runs, clock):
+    """({node: backward ms}, mode) from one forward with autograd on.
+
+    The forward runs in training mode (dropout and batch statistics as in a
+    training step). A model that cannot run in training mode on the example
+    inputs (batch norm over a single value per channel, say) is measured in
+    eval mode instead, and mode says "eval"."""
+    recorder = _Recorder(gm)
+    mode = "train"
+    try:
+        gm.train()
+        with torch.enable_grad():
+            _propagate(recorder, inputs)
+    except ExportError:
+        mode = "eval"
+        gm.eval()
+        recorder = _Recorder(gm)
+        with torch.enable_grad():
+            _propagate(recorder, inputs)
+    try:
+        return {node: _round_ms(recorder.time_node_backward(node, runs, clock))
+                for node in gm.graph.nodes}, mode
+    finally:
+        recorder.env.clear()
+        gm.zero_grad(set_to_none=True)
+
+
+def _node_json(gm, node, canonical, fx_sizes, latency_ms, shapes, backward_ms=None):
     meta = node.meta.get("tensor_meta")
     out = {"name": node.name, "op": node.op, "target": _target_name(node)}
     out["inputs"] = [n.name for n in node.all_input_nodes]
@@ -342,6 +612,8 @@ def _node_json(gm, node, canonical, fx_sizes, latency_ms, shapes):
     if params:
         out["params"] = params
     out["latency_ms"] = latency_ms
+    if backward_ms is not None:
+        out["backward_ms"] = backward_ms
     owner = node.target if node.op == "call_module" else node.meta.get("partd_module", "")
     if owner:
         out["module"] = owner
@@ -423,8 +695,15 @@ class _Gatherer:
     and parameters), activation bytes alive when its forward returns, and
     gradient bytes already accumulated when its backward starts."""
 
-    def __init__(self, root):
+    def __init__(self, root, clock=None, record_ops=False):
         self.root = root
+        self.clock = clock or _Clock()
+        # record_ops: also record every aten operation of the forward
+        # (_OpRecorder), for the modules whose inside torch.fx cannot see
+        self.record_ops = record_ops
+        self.ops = []              # [_Op], forward order
+        self.calls = {}            # fqn -> [[op index, ...] per call]
+        self.call_out_ptrs = {}    # fqn -> [{output ptr} per call]
         self.fqn = {m: n for n, m in root.named_modules()}
         self.param_ptrs = {p.data_ptr() for p in root.parameters()}
         self.param_ptrs |= {b.data_ptr() for b in root.buffers()}
@@ -451,20 +730,22 @@ class _Gatherer:
         self.in_ptrs[fqn] = {t.data_ptr() for t in tensors}
         self.in_bytes.setdefault(fqn, _distinct_bytes(tensors))
         self.saved_by.setdefault(fqn, {})
-        self.fw_start[fqn] = time.perf_counter()
+        self.calls.setdefault(fqn, []).append([])
+        self.fw_start[fqn] = self.clock.now()
         for t in tensors:
             if t.requires_grad:
                 t.register_hook(self._bw_end_hook(fqn))
 
     def _post(self, mod, inputs, output):
         fqn = self.fqn[mod]
-        elapsed = (time.perf_counter() - self.fw_start[fqn]) * 1e3
+        elapsed = (self.clock.now() - self.fw_start[fqn]) * 1e3
         self.fw_ms[fqn] = self.fw_ms.get(fqn, 0.0) + elapsed
         if fqn not in self.fw_post:
             self.fw_post.append(fqn)
         self.stack.pop()
         tensors = _flat_tensors(output)
         self.out_bytes.setdefault(fqn, _distinct_bytes(tensors))
+        self.call_out_ptrs.setdefault(fqn, []).append({t.data_ptr() for t in tensors})
         live = dict(self.saved)
         for t in tensors:
             live[t.data_ptr()] = _tensor_bytes(t)
@@ -487,13 +768,13 @@ class _Gatherer:
     def _bw_start_hook(self, fqn):
         def hook(grad):
             if fqn not in self.bw_start:
-                self.bw_start[fqn] = time.perf_counter()
+                self.bw_start[fqn] = self.clock.now()
                 self.grad_total[fqn] = sum(self.grad_ready.values())
         return hook
 
     def _bw_end_hook(self, fqn):
         def hook(grad):
-            self.bw_end[fqn] = time.perf_counter()
+            self.bw_end[fqn] = self.clock.now()
         return hook
 
     def _param_hook(self, p):
@@ -511,13 +792,17 @@ class _Gatherer:
                 self.handles.append(p.register_hook(self._param_hook(p)))
         try:
             with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t):
-                out = self.root(*inputs)
+                if self.record_ops:
+                    with _OpRecorder(self):
+                        out = self.root(*inputs)
+                else:
+                    out = self.root(*inputs)
             loss = _scalar_loss(out)
-            start = time.perf_counter()
+            start = self.clock.now()
             self.bw_root_start = start
             if loss is not None and loss.requires_grad:
                 loss.backward()
-            self.bw_root_end = time.perf_counter()
+            self.bw_root_end = self.clock.now()
         finally:
             for h in self.handles:
                 h.remove()
@@ -549,42 +834,176 @@ def _scalar_loss(out):
     return sum(t.float().sum() for t in tensors)
 
 
-def _module_ops(gm, fqn, latencies, saved_nodes):
-    """SACStats-shaped op list of module `fqn` from its FX operation nodes.
+_RANDOM_ATEN = {"native_dropout", "dropout", "bernoulli", "bernoulli_", "rand", "randn",
+                "rand_like", "randn_like", "randint", "randint_like", "normal", "normal_",
+                "uniform_", "randperm", "multinomial"}
 
-    The ops of a module are the operation nodes its forward created (also
-    those of its children, as in PyTorch where a module's ops include its
-    submodules'); runtime = measured node latency, memory = output bytes."""
-    ops = [n for n in gm.graph.nodes
-           if n.op in ("call_module", "call_function", "call_method")
-           and fqn in _module_stack_of(_owner(n))]
-    index = {n: i for i, n in enumerate(ops)}
+
+class _Op:
+    """One aten operation of a recorded forward (TorchDispatchMode)."""
+
+    __slots__ = ("name", "runtime", "outs", "view", "inplace", "rand", "parent", "saved")
+
+    def __init__(self, name, runtime, outs, view, inplace, rand, parent):
+        self.name, self.runtime, self.outs = name, runtime, outs  # outs: {data_ptr: bytes}
+        self.view, self.inplace, self.rand = view, inplace, rand
+        self.parent, self.saved = parent, False
+
+    def memory(self, kept_ptrs=()):
+        """Bytes this op creates, without the tensors in kept_ptrs (views
+        and in-place updates create none)."""
+        if self.view or self.inplace:
+            return 0
+        return sum(b for ptr, b in self.outs.items() if ptr not in kept_ptrs)
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Records every aten operation of a forward into a _Gatherer: its
+    runtime, the bytes of the tensors it creates, whether it is a view, an
+    in-place update (and of which op's output) or random, and which modules
+    were running. This sees the work of modules whose forward torch.fx
+    cannot look into (nn.MultiheadAttention runs F.multi_head_attention_forward
+    as one leaf call_module node), as PyTorch's SACEstimator does."""
+
+    def __init__(self, gatherer):
+        super().__init__()
+        self.g = gatherer
+        self.producer = {}  # data_ptr -> index of the op that created it
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        g = self.g
+        start = g.clock.now()
+        out = func(*args, **(kwargs or {}))
+        elapsed = (g.clock.now() - start) * 1e3
+        if func is torch.ops.aten.detach.default or not g.stack:
+            return out  # autograd's own bookkeeping, or outside every module
+        returns = func._schema.returns
+        inplace = any(r.alias_info is not None and r.alias_info.is_write for r in returns)
+        view = not inplace and any(r.alias_info is not None for r in returns)
+        name = func.overloadpacket.__name__
+        outs = {t.data_ptr(): _tensor_bytes(t) for t in _flat_tensors(out)}
+        parent = None
+        if inplace:
+            firsts = _flat_tensors(args[:1])
+            parent = self.producer.get(firsts[0].data_ptr()) if firsts else None
+        index = len(g.ops)
+        g.ops.append(_Op(name, elapsed, outs, view, inplace, name in _RANDOM_ATEN, parent))
+        if not view and not inplace:
+            for ptr in outs:
+                self.producer[ptr] = index
+        for fqn in g.stack:
+            g.calls[fqn][-1].append(index)
+        return out
+
+
+def _stats_of(entries, outputs_known=False):
+    """SACStats fields from op entries (dicts: name, runtime, memory, view,
+    inplace, rand, saved, key, parents: keys of the ops an in-place op may
+    update, the first one in the list counts).
+
+    outputs_known: the entries' memory already leaves out the module's
+    output (always kept, so discarding it frees nothing). Otherwise the last
+    op that is neither a view nor in-place is taken to be the output and its
+    memory is 0, as PyTorch does."""
+    index = {e["key"]: i for i, e in enumerate(entries)}
     stats = {"func_names": [], "runtimes": [], "memory": [], "view_like_ops": [],
              "rand_ops": [], "saved_autograd_ops": [], "inplace_ops": [],
              "force_store_random": False}
-    for i, n in enumerate(ops):
-        view, inplace, rand = _op_kind(gm, n)
-        stats["func_names"].append(_target_name(n).split(".")[-1])
-        stats["runtimes"].append(latencies.get(n, 0.0))
-        stats["memory"].append(0 if view else _meta_bytes(n.meta.get("tensor_meta")))
-        if view:
+    for i, e in enumerate(entries):
+        stats["func_names"].append(e["name"])
+        stats["runtimes"].append(e["runtime"])
+        stats["memory"].append(0 if e["view"] else e["memory"])
+        if e["view"]:
             stats["view_like_ops"].append(i)
-        if rand:
+        if e["rand"]:
             stats["rand_ops"].append(i)
-        if n in saved_nodes:
+        if e["saved"]:
             stats["saved_autograd_ops"].append(i)
-        if inplace:
-            parents = [index[a] for a in n.all_input_nodes if a in index]
-            stats["inplace_ops"].append([i, parents[0] if parents else i])
-    if ops:
-        # As PyTorch: the block's last real op is its output and is always
-        # kept, so it frees nothing when discarded.
+        if e["inplace"]:
+            inside = [index[p] for p in e["parents"] if p in index]
+            stats["inplace_ops"].append([i, inside[0] if inside else i])
+    if entries and not outputs_known:
         skip = set(stats["view_like_ops"]) | {p[0] for p in stats["inplace_ops"]}
-        last = len(ops) - 1
+        last = len(entries) - 1
         while last > 0 and last in skip:
             last -= 1
         stats["memory"][last] = 0
     return stats
+
+
+def _runtime_entries(rec, indices, kept_ptrs=()):
+    """Op entries of recorded aten operations (indices into rec.ops); the
+    tensors in kept_ptrs (the module's outputs) count no memory."""
+    out = []
+    for i in indices:
+        op = rec.ops[i]
+        out.append({"name": op.name, "runtime": _round_ms(op.runtime),
+                    "memory": op.memory(kept_ptrs),
+                    "view": op.view, "inplace": op.inplace, "rand": op.rand,
+                    "saved": op.saved, "key": ("aten", i), "parents": [("aten", op.parent)]})
+    return out
+
+
+def _fx_entry(gm, n, latencies, saved_nodes):
+    view, inplace, rand = _op_kind(gm, n)
+    parents = [a for a in n.all_input_nodes
+               if a.op in ("call_module", "call_function", "call_method")]
+    return {"name": _target_name(n).split(".")[-1], "runtime": latencies.get(n, 0.0),
+            "memory": _meta_bytes(n.meta.get("tensor_meta")), "view": view,
+            "inplace": inplace, "rand": rand, "saved": n in saved_nodes, "key": n,
+            "parents": parents}
+
+
+def _fx_inlined(gm):
+    """fqns of the modules whose forward torch.fx traced into: some operation
+    node was created inside it other than a call_module node of itself."""
+    inside = set()
+    for n in gm.graph.nodes:
+        if n.op not in ("call_module", "call_function", "call_method"):
+            continue
+        for fqn in _module_stack_of(_owner(n)):
+            if not (n.op == "call_module" and n.target == fqn):
+                inside.add(fqn)
+    return inside
+
+
+def _module_ops(gm, fqn, latencies, saved_nodes, rec=None, inlined=None, aten=False):
+    """SACStats-shaped op list of module `fqn`.
+
+    When torch.fx traced into the module, its ops are the operation nodes
+    its forward created (also those of its children, as in PyTorch where a
+    module's ops include its submodules'; runtime = measured node latency,
+    memory = output bytes), except that a call_module node of a module that
+    has children of its own (a composite that torch.fx keeps whole, such as
+    nn.MultiheadAttention) stands for the aten operations recorded inside
+    that call. A module torch.fx did not trace into (a leaf of the trace, or
+    one running inside such a leaf), and any module with aten=True, gets the
+    aten operations recorded while it ran; its output tensors are the ones
+    kept."""
+    if inlined is None:
+        inlined = _fx_inlined(gm)
+    if rec is not None and (aten or fqn not in inlined):
+        calls = rec.calls.get(fqn, [])
+        indices = sorted({i for call in calls for i in call})
+        kept_ptrs = set().union(*rec.call_out_ptrs.get(fqn, [set()]))
+        return _stats_of(_runtime_entries(rec, indices, kept_ptrs), outputs_known=True)
+    entries, seen = [], {}
+    for n in gm.graph.nodes:
+        if n.op not in ("call_module", "call_function", "call_method"):
+            continue
+        if n.op == "call_module":
+            k = seen.get(n.target, 0)
+            seen[n.target] = k + 1
+        if fqn not in _module_stack_of(_owner(n)):
+            continue
+        if rec is not None and n.op == "call_module" and \
+                next(gm.get_submodule(n.target).children(), None) is not None:
+            calls = rec.calls.get(n.target, [])
+            if k < len(calls) and calls[k]:
+                entries.extend(_runtime_entries(rec, calls[k]))
+                continue
+        entries.append(_fx_entry(gm, n, latencies, saved_nodes))
+    return _stats_of(entries)
 
 
 def _owner(node):
@@ -694,12 +1113,35 @@ def _fit_max_of_lines(points, n_segments=2):
     return 2, [a[0], b[0]], [a[1], b[1]], [pts[first][0], pts[k][0], pts[last][0]]
 
 
-def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
+def _training_step(gatherer, inputs):
+    try:
+        gatherer.run(inputs)
+    except Exception as e:  # the model's own error on these inputs
+        name = gatherer.root.__class__.__name__
+        raise ExportError(f"cannot run a training step of {name} on the example "
+                          f"inputs ({_one_line(e)})") from e
+
+
+def _median_ops(recorded):
+    """The first recording, each op's runtime the median over the recordings
+    (when they all ran the same ops), and which ops autograd saved."""
+    rec = recorded[0]
+    same = all([o.name for o in r.ops] == [o.name for o in rec.ops] for r in recorded)
+    for i, op in enumerate(rec.ops):
+        if same:
+            op.runtime = statistics.median(r.ops[i].runtime for r in recorded)
+        op.saved = any(ptr in rec.saved for ptr in op.outs)
+    return rec
+
+
+def gather_module_info(module, example_inputs, gm=None, timing_runs=3, device="cpu"):
     """PyTorch's SAC `module_info` for `module` on `example_inputs`.
 
-    One training-mode forward and backward on CPU with forward pre/post hooks
-    on every module, saved-tensor hooks (which activations autograd keeps)
-    and gradient hooks.  Module names follow PyTorch's ModTracker: the root
+    Training-mode forwards and backwards on `device` with forward pre/post
+    hooks on every module, saved-tensor hooks (which activations autograd
+    keeps) and gradient hooks, and as many more forwards that record every
+    aten operation (_OpRecorder) for the modules torch.fx cannot look into.
+    Module names follow PyTorch's ModTracker: the root
     is its class name and every other module is `Root.child.grandchild`.
 
     Per module: param/grad bytes (parameters it owns, recursively), forward
@@ -708,20 +1150,33 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
     bytes saved for backward inside it (act_fw), activations alive after its
     forward (act_total), gradients already accumulated when its backward
     starts (grad_total), input/output bytes.  Non-leaf modules also get
-    `sac_stats` built from their FX operation nodes and the recompute-vs-
-    discard trade-off (see _greedy_tradeoff and _fit_max_of_lines)."""
-    inputs = _to_inputs(example_inputs)
+    `sac_stats` built from their FX operation nodes, or from the recorded
+    aten operations where torch.fx sees none (see _module_ops), and the
+    recompute-vs-discard trade-off (see _greedy_tradeoff and
+    _fit_max_of_lines), so a non-leaf module that keeps activations always
+    has n_segments >= 1.  Raises ExportError when a training step of the
+    model fails on the example inputs."""
+    device = resolve_device(device)
+    clock = _Clock(device)
+    inputs = _to_device(_to_inputs(example_inputs), device)
     gm = gm if gm is not None else trace(module)
     modes = _save_modes(module) + _save_modes(gm)
-    module.train()
-    gm.train()
+    runs_n = max(1, timing_runs)
     try:
-        runs = [_Gatherer(module) for _ in range(max(1, timing_runs))]
-        for g in runs:
-            g.run(inputs)
-        latencies, saved_nodes = _fx_training_pass(gm, inputs, timing_runs)
+        with _OnDevice(module, device), _OnDevice(gm, device):
+            module.train()
+            gm.train()
+            runs = [_Gatherer(module, clock) for _ in range(runs_n)]
+            # separate runs record the aten operations: the recorder's own
+            # overhead must not count in the modules' forward times
+            recorded = [_Gatherer(module, clock, record_ops=True) for _ in range(runs_n)]
+            for r in runs + recorded:
+                _training_step(r, inputs)
+            latencies, saved_nodes = _fx_training_pass(gm, inputs, timing_runs, clock)
     finally:
         _restore_modes(modes)
+    rec = _median_ops(recorded)
+    inlined = _fx_inlined(gm)
     g = runs[0]
     root_name = module.__class__.__name__
 
@@ -762,7 +1217,12 @@ def gather_module_info(module, example_inputs, gm=None, timing_runs=3):
             "slopes": [], "intercepts": [], "breakpoints": [], "tradeoff_curve": {},
         }
         if not is_leaf:
-            ops = _module_ops(gm, fqn, latencies, saved_nodes)
+            ops = _module_ops(gm, fqn, latencies, saved_nodes, rec, inlined)
+            if entry["act_fw_per_module"] > 0 and sum(ops["memory"]) == 0:
+                # it keeps activations, but they are made inside operations
+                # torch.fx sees as one (a torch.fx.wrap'ed function, a leaf
+                # module's internals): the aten operations show them
+                ops = _module_ops(gm, fqn, latencies, saved_nodes, rec, inlined, aten=True)
             if ops["func_names"]:
                 _add_tradeoff(entry, ops)
         stats.append(entry)
@@ -798,7 +1258,7 @@ def _add_tradeoff(entry, ops):
     entry["breakpoints"] = [float(f"{b:.6g}") for b in breaks]
 
 
-def _fx_training_pass(gm, inputs, timing_runs):
+def _fx_training_pass(gm, inputs, timing_runs, clock=None):
     """Finds the nodes whose output autograd saves for backward (saved-tensor
     hooks) and the latency of every node: the one export_traced() measured
     when there is one, else timed here."""
@@ -812,7 +1272,7 @@ def _fx_training_pass(gm, inputs, timing_runs):
 
     rec = _Recorder(gm)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        rec.propagate(*inputs)
+        _propagate(rec, inputs)
     latencies, saved_nodes = {}, set()
     for node in gm.graph.nodes:
         value = rec.env.get(node)
@@ -823,7 +1283,7 @@ def _fx_training_pass(gm, inputs, timing_runs):
             if "partd_latency_ms" in node.meta:
                 latencies[node] = node.meta["partd_latency_ms"]
             else:
-                latencies[node] = _round_ms(rec.time_node(node, timing_runs))
+                latencies[node] = _round_ms(rec.time_node(node, timing_runs, clock))
     rec.env.clear()
     return latencies, saved_nodes
 
@@ -930,13 +1390,21 @@ def load_model(spec, kwargs=None):
         if mod_spec is None:
             raise ValueError(f"cannot load {module_name}")
         mod = importlib.util.module_from_spec(mod_spec)
-        mod_spec.loader.exec_module(mod)
+        try:
+            mod_spec.loader.exec_module(mod)
+        except FileNotFoundError:
+            raise ValueError(f"no such file: {module_name}") from None
+        except Exception as e:  # the file's own error (syntax, imports, ...)
+            raise ValueError(f"cannot load {module_name}: {_one_line(e)}") from e
     else:
         mod = importlib.import_module(module_name)
     factory = mod
     for atom in attr.split("."):
         factory = getattr(factory, atom)
-    model = factory(**(kwargs or {}))
+    try:
+        model = factory(**(kwargs or {}))
+    except Exception as e:  # the factory's own error (bad kwargs, ...)
+        raise ValueError(f"{spec} failed: {_one_line(e)}") from e
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"{spec} did not return an nn.Module")
     return model
@@ -977,7 +1445,57 @@ def _options_from_args(args):
             sac[key] = value
     if args.sac or sac:
         options["sac"] = sac
+    training = {}
+    for key in ("schedule", "microbatches", "stages", "device_order", "checkpoint",
+                "unit_depth", "backward_factor", "param_factor"):
+        value = getattr(args, "training_" + key)
+        if value is not None:
+            training[key] = value
+    if training:
+        if args.mode != "training":
+            raise ValueError("--training-* options need --mode training")
+        options["training"] = training
+    if args.mode == "training" and pipeline:
+        raise ValueError("--stages, --balance-by, --cut-after, --schedule, --microbatches and "
+                         "--param-factor set options.pipeline; with --mode training use "
+                         "--training-stages, --training-schedule, --training-microbatches, "
+                         "--training-param-factor")
     return options
+
+
+def _training_stages(text):
+    """--training-stages: 'auto' or an integer >= 1."""
+    return text if text == "auto" else _at_least_1(text)
+
+
+def _at_least_1(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number > 0, got {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _non_negative(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number >= 0, got {text!r}") from None
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
 
 
 def dumps(doc):
@@ -1032,11 +1550,17 @@ def main(argv=None):
     p.add_argument("--name", help="graph name (default: the model class)")
     p.add_argument("--module-info", action="store_true", help="also gather graph.modules for options.sac")
     p.add_argument("--no-timing", action="store_true", help="write latency_ms 0 (reproducible output)")
-    p.add_argument("--timing-runs", type=int, default=5, help="timed runs per node (median)")
+    p.add_argument("--timing-runs", type=int, default=5,
+                   help="timed runs per node, forward and backward (the median is written)")
     p.add_argument("--fx-sizes", action="store_true",
                    help="sizes exactly as torch.fx get_size_of_node (parameters only, no buffers)")
     p.add_argument("--no-shapes", action="store_true", help="leave out meta.shape/dtype")
-    p.add_argument("--mode", choices=["pipeline", "size_based"])
+    p.add_argument("--device", default="cpu",
+                   help="where timing runs: cpu (default), cuda or cuda:N (synchronised); "
+                        "an error when CUDA is not available")
+    p.add_argument("--no-backward", action="store_true",
+                   help="time forwards only (no backward_ms)")
+    p.add_argument("--mode", choices=["pipeline", "size_based", "training"])
     p.add_argument("--stages", type=int)
     p.add_argument("--balance-by", choices=["time", "memory", "params", "uniform"])
     p.add_argument("--cut-after", action="append", help="node name or module fqn (repeatable)")
@@ -1053,6 +1577,22 @@ def main(argv=None):
     p.add_argument("--sac-time-limit-ms", type=float, help="options.sac.time_limit_ms")
     p.add_argument("--sac-relative-gap", type=float, help="options.sac.relative_gap")
     p.add_argument("--sac-frontier-points", type=int, help="options.sac.frontier_points")
+    p.add_argument("--training-schedule", choices=["gpipe", "1f1b"],
+                   help="options.training.schedule (needs --mode training)")
+    p.add_argument("--training-microbatches", type=_at_least_1,
+                   help="options.training.microbatches")
+    p.add_argument("--training-stages", type=_training_stages,
+                   help="options.training.stages: an integer or auto")
+    p.add_argument("--training-device-order", choices=["given", "auto"],
+                   help="options.training.device_order")
+    p.add_argument("--training-checkpoint", choices=["never", "always", "except_last", "auto"],
+                   help="options.training.checkpoint")
+    p.add_argument("--training-unit-depth", type=_at_least_1,
+                   help="options.training.unit_depth")
+    p.add_argument("--training-backward-factor", type=_non_negative,
+                   help="options.training.backward_factor")
+    p.add_argument("--training-param-factor", type=_positive,
+                   help="options.training.param_factor")
     args = p.parse_args(argv)
     try:
         kwargs = json.loads(args.kwargs)
@@ -1067,17 +1607,25 @@ def main(argv=None):
             raise ValueError("options.sac needs --module-info")
         inputs = [parse_input(s) for s in args.input]
         devices = parse_devices(args.devices) if args.devices else None
+        device = resolve_device(args.device)
         model = load_model(args.model, kwargs)
     except (ValueError, json.JSONDecodeError, ImportError, AttributeError) as e:
         print(f"partd_export: {e}", file=sys.stderr)
         return 2
     graph_kwargs = dict(name=args.name, timing=not args.no_timing,
                         timing_runs=args.timing_runs, fx_sizes=args.fx_sizes,
-                        module_info=args.module_info, shapes=not args.no_shapes)
-    if args.graph_only:
-        doc = export_graph(model, inputs, **graph_kwargs)
-    else:
-        doc = export_request(model, inputs, devices, options, **graph_kwargs)
+                        module_info=args.module_info, shapes=not args.no_shapes,
+                        device=device, backward=not args.no_backward)
+    try:
+        if args.graph_only:
+            doc = export_graph(model, inputs, **graph_kwargs)
+        else:
+            doc = export_request(model, inputs, devices, options, **graph_kwargs)
+    except ExportError as e:  # untraceable, or fails on the inputs: one line
+        print(f"partd_export: {e}", file=sys.stderr)
+        return 2
+    if not args.no_timing and device.type == "cpu":
+        print(f"partd_export: warning: {CPU_TIMING_WARNING}", file=sys.stderr)
     text = dumps(doc)
     if args.output == "-":
         sys.stdout.write(text)

@@ -396,3 +396,393 @@ def test_cli_rejects_bad_arguments(args, message):
 def test_cli_bad_arguments_exit_2_as_a_program():
     proc = _export("torch.nn:Identity", "--input", "1", "--devices", "1GiBs")
     assert proc.returncode == 2 and "byte size" in proc.stderr
+
+
+# -- modules torch.fx cannot look into -------------------------------------------
+
+
+class AttentionBlock(torch.nn.Module):
+    """nn.MultiheadAttention is one leaf call_module node to torch.fx: its
+    work happens in F.multi_head_attention_forward, outside hooked modules
+    (its out_proj child is never called)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = torch.nn.Linear(32, 32)
+        self.attn = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+        self.ln = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        x = self.inp(x)
+        y, _ = self.attn(x, x, x)
+        return self.ln(x + y)
+
+
+@pytest.fixture(scope="module")
+def attention_module_info():
+    torch.manual_seed(0)
+    return pe.gather_module_info(AttentionBlock(), torch.randn(2, 16, 32), timing_runs=1)
+
+
+def test_multihead_attention_is_measured(attention_module_info):
+    stats = {s["fqn"]: s for s in attention_module_info["mod_stats"]}
+    attn = stats["AttentionBlock.attn"]
+    assert attn["is_leaf"] is False
+    assert attn["act_fw_per_module"] > 0
+    assert attn["n_segments"] >= 1
+    assert attn["sac_memory"] > 0
+    ops = attn["sac_stats"]
+    # the aten operations inside it: both batched products and the softmax
+    assert ops["func_names"].count("bmm") == 2 and "_softmax" in ops["func_names"]
+    assert ops["saved_autograd_ops"]
+    # its parent counts the attention's inside too, not one opaque node
+    assert stats["AttentionBlock"]["sac_memory"] > attn["sac_memory"]
+
+
+def _attend(x, w):
+    """Self-attention in one function that torch.fx keeps whole (wrapped)."""
+    scores = torch.softmax((x @ w) @ x.transpose(-2, -1), dim=-1)
+    return scores @ x
+
+
+torch.fx.wrap("_attend")
+
+
+class WrappedAttention(torch.nn.Module):
+    """Its work happens in a function outside every hooked module: to
+    torch.fx it is one call_function node, whose output is the module's."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre = torch.nn.Identity()
+        self.w = torch.nn.Parameter(torch.randn(16, 16))
+
+    def forward(self, x):
+        return _attend(self.pre(x), self.w)
+
+
+class TwoAttentions(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = WrappedAttention()
+        self.b = WrappedAttention()
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+def test_work_inside_a_wrapped_function_is_measured():
+    torch.manual_seed(0)
+    info = pe.gather_module_info(TwoAttentions(), torch.randn(2, 8, 16), timing_runs=1)
+    stats = {s["fqn"]: s for s in info["mod_stats"]}
+    for fqn in ("TwoAttentions.a", "TwoAttentions.b"):
+        s = stats[fqn]
+        assert s["is_leaf"] is False and s["act_fw_per_module"] > 0
+        assert s["n_segments"] >= 1 and s["sac_memory"] > 0, fqn
+        assert "_softmax" in s["sac_stats"]["func_names"]
+
+
+@pytest.mark.parametrize("case", ["attention", "gpt2", "vit"])
+def test_every_module_holding_activations_has_a_tradeoff(case, attention_module_info,
+                                                         gpt2_module_info):
+    if case == "attention":
+        info = attention_module_info
+    elif case == "gpt2":
+        info = gpt2_module_info
+    else:
+        from torchvision.models.vision_transformer import VisionTransformer
+        torch.manual_seed(0)
+        vit = VisionTransformer(image_size=32, patch_size=8, num_layers=1, num_heads=2,
+                                hidden_dim=32, mlp_dim=64, num_classes=10)
+        info = pe.gather_module_info(vit, torch.randn(1, 3, 32, 32), timing_runs=1)
+    for s in info["mod_stats"]:
+        # leaves are never checkpointing candidates (one operation each)
+        if not s["is_leaf"] and s["act_fw_per_module"] > 0:
+            assert s["n_segments"] >= 1 and s["sac_memory"] > 0, s["fqn"]
+
+
+# -- module ownership ------------------------------------------------------------
+
+
+def test_every_operation_node_names_its_module(gpt2_graph, gpt2_tiny):
+    fqns = {name for name, _ in gpt2_tiny.named_modules() if name}
+    ops = [n for n in gpt2_graph["nodes"]
+           if n["op"] in ("call_module", "call_function", "call_method")]
+    for n in ops:
+        if n["op"] == "call_module":
+            assert n["module"] == n["target"]
+        if "module" in n:
+            assert n["module"] in fqns, n
+    # only the root's own operations (embeddings added, positions) have none
+    assert sorted(n["name"] for n in ops if "module" not in n) == ["add", "positions_like"]
+    # call_function/call_method nodes: the innermost module they were traced in
+    nodes = _nodes(gpt2_graph)
+    assert nodes["causal_fill"]["module"] == "h.0.attn"
+    assert nodes["add_1"]["module"] == "h.0"  # the block's residual add
+    assert nodes["transpose"]["module"] == "h.0.attn"
+
+
+# -- timing ----------------------------------------------------------------------
+
+
+class _FakeClock:
+    """perf_counter replacement: every call advances 1 ms, so every timed
+    call measures exactly 1 ms and the calls can be counted."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.calls * 1e-3
+
+
+def test_median_of_the_runs_after_a_warm_up(monkeypatch):
+    now = [0.0]
+    durations = [0.100, 0.005, 0.001, 0.003]  # warm-up, then three runs
+    calls = []
+
+    def fn():
+        calls.append(1)
+        now[0] += durations[len(calls) - 1]
+
+    monkeypatch.setattr(pe, "_perf_counter", lambda: now[0])
+    assert pe._Clock("cpu").median_ms(fn, 3) == pytest.approx(3.0)
+    assert len(calls) == 4
+    now[0], calls[:] = 0.0, []
+    durations[:] = [0.100, 0.004, 0.001, 0.003, 0.002]
+    assert pe._Clock("cpu").median_ms(fn, 4) == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize("runs", [1, 3, 5])
+def test_timing_runs_is_honoured(monkeypatch, runs):
+    clock = _FakeClock()
+    monkeypatch.setattr(pe, "_perf_counter", clock)
+    g = pe.export_graph(torch.nn.Sequential(torch.nn.Linear(4, 2)), torch.randn(3, 4),
+                        timing_runs=runs)
+    # one operation node: 2 clock readings per timed run, forward and backward
+    assert [n["op"] for n in g["nodes"]] == ["placeholder", "call_module", "output"]
+    assert clock.calls == 4 * runs
+    assert g["nodes"][-1]["meta"]["timing"]["runs"] == runs
+    linear = g["nodes"][1]
+    assert linear["latency_ms"] == pytest.approx(1.0)
+    assert linear["backward_ms"] == pytest.approx(1.0)
+
+
+def test_backward_ms_is_measured_per_node(monkeypatch, gpt2_tiny):
+    monkeypatch.setattr(pe, "_perf_counter", _FakeClock())
+    g = pe.export_graph(gpt2_tiny, torch.zeros(1, 16, dtype=torch.long), timing_runs=2)
+    nodes = _nodes(g)
+    for n in g["nodes"]:
+        assert n["backward_ms"] >= 0, n["name"]
+    # gradients flow: one timed backward (1 ms on the fake clock)
+    for name in ("wte", "h_0_attn_c_attn", "softmax", "add_1", "lm_head"):
+        assert nodes[name]["backward_ms"] == pytest.approx(1.0), name
+    # no gradient: integer positions, shapes, the placeholder
+    for name in ("idx", "positions_like", "size", "output"):
+        assert nodes[name]["backward_ms"] == 0, name
+
+
+def test_real_backward_times_are_positive():
+    g = pe.export_graph(torchvision.models.resnet18(), torch.randn(2, 3, 32, 32),
+                        timing=True, timing_runs=1)
+    nodes = _nodes(g)
+    assert nodes["conv1"]["backward_ms"] > 0 and nodes["fc"]["backward_ms"] > 0
+    assert g["nodes"][-1]["meta"]["timing"]["backward_mode"] == "train"
+
+
+def test_no_backward_and_no_timing_leave_backward_ms_out(resnet18_graph):
+    assert all("backward_ms" not in n for n in resnet18_graph["nodes"])
+    g = pe.export_graph(torch.nn.Linear(4, 2), torch.randn(3, 4), timing_runs=1,
+                        backward=False)
+    assert all("backward_ms" not in n for n in g["nodes"])
+    assert g["nodes"][-1]["meta"]["timing"]["device"] == "cpu"
+
+
+def test_meta_names_the_device_and_warns_on_cpu(resnet18_graph):
+    g = pe.export_graph(torch.nn.Linear(4, 2), torch.randn(3, 4), timing_runs=1)
+    output = [n for n in g["nodes"] if n["op"] == "output"][0]
+    timing = output["meta"]["timing"]
+    assert timing["device"] == "cpu" and timing["runs"] == 1
+    assert timing["statistic"] == "median"
+    assert "relative balance" in timing["warning"]
+    # nothing measured, nothing said
+    out = [n for n in resnet18_graph["nodes"] if n["op"] == "output"][0]
+    assert "timing" not in out.get("meta", {})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_cuda_is_an_error():
+    with pytest.raises(pe.ExportError, match="CUDA is not available"):
+        pe.export_graph(torch.nn.Linear(4, 2), torch.randn(3, 4), device="cuda")
+    proc = _export("torch.nn:Identity", "--input", "2,2", "--devices", "1GiB",
+                   "--device", "cuda")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "CUDA is not available" in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_timing_names_the_gpu():
+    g = pe.export_graph(torch.nn.Linear(4, 2), torch.randn(3, 4), device="cuda",
+                        timing_runs=1)
+    timing = g["nodes"][-1]["meta"]["timing"]
+    assert timing["device"] == "cuda" and timing["device_name"] and "warning" not in timing
+
+
+def test_cli_warns_that_cpu_timings_are_relative(tmp_path):
+    proc = _export("torch.nn:Identity", "--input", "2,2", "--devices", "1GiB",
+                   "--timing-runs", "1", "-o", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert "relative balance" in proc.stderr
+    quiet = _export("torch.nn:Identity", "--input", "2,2", "--devices", "1GiB",
+                    "--no-timing", "-o", str(tmp_path / "q.json"))
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+# -- models the exporter cannot trace or run -------------------------------------
+
+UNTRACEABLE = '''
+import torch
+
+
+class Branchy(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow
+            return x * 2
+        return x
+
+
+def branchy():
+    return Branchy()
+
+
+def broken():
+    raise RuntimeError("factory failed\\nsecond line")
+'''
+
+
+@pytest.mark.parametrize("factory,args,message", [
+    ("branchy", ["--input", "2,2"], "cannot trace Branchy with torch.fx"),
+    ("broken", ["--input", "2,2"], "factory failed"),
+])
+def test_untraceable_model_is_one_line_and_exit_2(tmp_path, factory, args, message):
+    model = tmp_path / "untraceable.py"
+    model.write_text(UNTRACEABLE)
+    proc = _export(f"{model}:{factory}", *args, "--devices", "1GiB")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("partd_export: ")
+    assert message in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_model_failing_on_its_inputs_is_one_line_and_exit_2():
+    proc = _export("torch.nn:Linear", "--kwargs", '{"in_features": 4, "out_features": 2}',
+                   "--input", "3,5", "--devices", "1GiB")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+    assert "cannot run Linear on the example inputs (node linear:" in proc.stderr
+
+
+def test_untraceable_model_raises_export_error():
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            return x if x.sum() > 0 else -x
+
+    with pytest.raises(pe.ExportError) as info:
+        pe.export_graph(Branchy(), torch.randn(2), timing=False)
+    assert "\n" not in str(info.value)
+    assert isinstance(info.value.__cause__, torch.fx.proxy.TraceError)
+
+
+# -- training requests -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def request_validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    with open(os.path.join(ROOT, "api", "schemas", "request.json"), encoding="utf-8") as f:
+        return jsonschema.Draft202012Validator(json.load(f))
+
+
+def test_cli_training_request(tmp_path, request_validator):
+    out = tmp_path / "req.json"
+    code = pe.main([os.path.join(ROOT, "tests/python/models.py") + ":gpt2_tiny",
+                    "--input", "1,8:int64", "--devices", "4x1GiB", "--timing-runs", "1",
+                    "--mode", "training", "--training-schedule", "gpipe",
+                    "--training-microbatches", "8", "--training-stages", "auto",
+                    "--training-device-order", "auto", "--training-checkpoint", "except_last",
+                    "--training-unit-depth", "2", "--training-backward-factor", "2.5",
+                    "--training-param-factor", "4", "-o", str(out)])
+    assert code == 0
+    req = json.loads(out.read_text())
+    assert req["options"] == {"mode": "training", "training": {
+        "schedule": "gpipe", "microbatches": 8, "stages": "auto", "device_order": "auto",
+        "checkpoint": "except_last", "unit_depth": 2, "backward_factor": 2.5,
+        "param_factor": 4.0}}
+    assert list(request_validator.iter_errors(req)) == []
+    ops = [n for n in req["graph"]["nodes"] if n["op"].startswith("call_")]
+    assert all("backward_ms" in n and n["backward_ms"] >= 0 for n in ops)
+    assert sum(1 for n in ops if "module" in n) == len(ops) - 2  # root: add, positions_like
+
+
+def test_cli_training_stages_take_an_integer(tmp_path, request_validator):
+    out = tmp_path / "req.json"
+    code = pe.main(["torch.nn:Identity", "--input", "2,2", "--devices", "2x1GiB",
+                    "--no-timing", "--mode", "training", "--training-stages", "2",
+                    "-o", str(out)])
+    assert code == 0
+    req = json.loads(out.read_text())
+    assert req["options"] == {"mode": "training", "training": {"stages": 2}}
+    assert list(request_validator.iter_errors(req)) == []
+
+
+def test_schema_rejects_bad_training_options(request_validator):
+    base = {"graph": {"nodes": [{"name": "x", "op": "placeholder"}]},
+            "devices": [{"name": "d", "memory_bytes": 1}]}
+    for training in ({"stages": 0}, {"stages": "many"}, {"schedule": "inference"},
+                     {"checkpoint": "sometimes"}, {"microbatches": 0}, {"unit_depth": 0},
+                     {"backward_factor": -1}, {"param_factor": 0}, {"chunks": 2}):
+        req = dict(base, options={"mode": "training", "training": training})
+        assert list(request_validator.iter_errors(req)), training
+    node = {"name": "x", "op": "placeholder", "backward_ms": -1}
+    assert list(request_validator.iter_errors(dict(base, graph={"nodes": [node]})))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--training-microbatches", "4"], "need --mode training"),
+    (["--mode", "training", "--microbatches", "4"], "--training-microbatches"),
+    (["--mode", "pipeline", "--training-checkpoint", "auto"], "need --mode training"),
+])
+def test_cli_training_flags_need_training_mode(args, message):
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        code = pe.main(["torch.nn:Identity", "--input", "1", "--devices", "1GiB", *args])
+    assert code == 2
+    assert message in err.getvalue()
+
+
+@pytest.mark.parametrize("flag,value", [("--training-stages", "0"),
+                                        ("--training-stages", "some"),
+                                        ("--training-microbatches", "0"),
+                                        ("--training-unit-depth", "x"),
+                                        ("--training-backward-factor", "-1"),
+                                        ("--training-param-factor", "0"),
+                                        ("--training-checkpoint", "sometimes")])
+def test_cli_rejects_bad_training_values(flag, value):
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as e:
+        pe.main(["torch.nn:Identity", "--input", "1", "--devices", "1GiB",
+                 "--mode", "training", flag, value])
+    assert e.value.code == 2 and flag in err.getvalue()
+
+
+def test_model_file_that_fails_to_load_is_one_line_and_exit_2(tmp_path):
+    model = tmp_path / "bad.py"
+    model.write_text('raise RuntimeError("import failed\\nsecond line")\n')
+    for spec, message in ((f"{model}:f", "cannot load"), (f"{tmp_path}/none.py:f", "no such file")):
+        proc = _export(spec, "--input", "1", "--devices", "1GiB")
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+        assert message in proc.stderr
