@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd_plan.h"
+#include "cmd_show.h"
 #include "serve.h"
 
 typedef struct command {
@@ -13,6 +14,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"plan", partd_cmd_plan, "plan a request offline: partd plan [REQUEST.json|-] [-o OUT]"},
+    {"show", partd_cmd_show, "draw a plan: partd show [RESULT.json|-] [-o PLAN.svg] [--format svg|text]"},
     {"serve", partd_serve_main, "run the service: partd serve [--listen ADDR:PORT] ... (--help)"},
     {"healthcheck", partd_healthcheck_main, "exit 0 when /livez answers 200: [--url URL]"},
     {"version", partd_cmd_version, "print the version"},
