@@ -20,6 +20,7 @@
  *   handlers_submit.c  POST /v1/jobs
  *   handlers_ops.c     /livez, /readyz, /metrics, /version
  *   handlers_console.c GET /: the console page and its security headers
+ *   handlers_plan.c    GET /v1/jobs/{id}/plan.svg (show.h draws it)
  *
  * Errors: functions return PARTD_OK or a negative PARTD_E* code
  * (lib/partd.h) and fill an error buffer or problem where the caller needs
@@ -242,6 +243,8 @@ int partd_console_csp(const unsigned char *page, size_t len, char *out, size_t c
 void partd_http_console_prepare(partd_http *h);
 void partd_http_console_release(partd_http *h);
 enum MHD_Result partd_http_console(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+
+enum MHD_Result partd_http_get_plan_svg(struct MHD_Connection *c, partd_req *rq, partd_http *h);
 
 /* The job from the job table (unfinished) or else the store: PARTD_OK,
  * PARTD_STORE_MISSING, or a store error. */
