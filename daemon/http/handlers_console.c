@@ -80,10 +80,11 @@ int partd_console_csp(const unsigned char *page, size_t len, char *out, size_t c
 {
     size_t used = 0;
     int w = snprintf(out, cap, "default-src 'none'; script-src");
-    if (w < 0 || (size_t)w >= cap)
-        return PARTD_ETOOBIG;
-    used = (size_t)w;
-    int err = append_hashes(page, len, "script", out, cap, &used);
+    int err = w < 0 || (size_t)w >= cap ? PARTD_ETOOBIG : PARTD_OK;
+    if (err == PARTD_OK) {
+        used = (size_t)w;
+        err = append_hashes(page, len, "script", out, cap, &used);
+    }
     if (err == PARTD_OK) {
         w = snprintf(out + used, cap - used, "; style-src");
         err = w < 0 || (size_t)w >= cap - used ? PARTD_ETOOBIG : PARTD_OK;
