@@ -30,7 +30,8 @@ static const int CODES[PARTD_CODE_COUNT - 1] = {200, 202, 304, 400, 401, 404, 40
                                                 413, 415, 422, 429, 431, 500, 503, 504};
 static const char *const ROUTES[PARTD_ROUTE_COUNT] = {
     "/v1/jobs", "/v1/jobs/{id}", "/v1/jobs/{id}/result", "/livez",
-    "/readyz",  "/metrics",      "/version",             "other"};
+    "/readyz",  "/metrics",      "/version",             "/v1/jobs/{id}/plan.svg",
+    "/",        "other"};
 
 const char *partd_route_label(partd_route r)
 {

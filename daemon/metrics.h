@@ -23,6 +23,8 @@ typedef enum partd_route {
     PARTD_ROUTE_READYZ,
     PARTD_ROUTE_METRICS,
     PARTD_ROUTE_VERSION,
+    PARTD_ROUTE_JOB_PLAN_SVG,  /* /v1/jobs/{id}/plan.svg */
+    PARTD_ROUTE_CONSOLE,       /* / */
     PARTD_ROUTE_OTHER,
     PARTD_ROUTE_COUNT
 } partd_route;

@@ -13,8 +13,7 @@
 #include "jobs.h"
 #include "partd.h"
 
-/* The job from the table (unfinished) or else the store. */
-static int find_job(partd_service *svc, const char *id, partd_job_row *row)
+int partd_http_find_job(partd_service *svc, const char *id, partd_job_row *row)
 {
     if (partd_jobs_lookup(svc->jobs, id, row) == PARTD_OK)
         return PARTD_OK;
@@ -25,7 +24,7 @@ enum MHD_Result partd_http_get_job(struct MHD_Connection *c, partd_req *rq, part
 {
     partd_service *svc = h->svc;
     partd_job_row row;
-    int err = find_job(svc, rq->id, &row);
+    int err = partd_http_find_job(svc, rq->id, &row);
     if (err == PARTD_STORE_MISSING)
         return partd_http_send_not_found(c, rq);
     if (err != PARTD_OK)
@@ -154,7 +153,7 @@ enum MHD_Result partd_http_get_result(struct MHD_Connection *c, partd_req *rq, p
 {
     partd_service *svc = h->svc;
     partd_job_row row;
-    int err = find_job(svc, rq->id, &row);
+    int err = partd_http_find_job(svc, rq->id, &row);
     if (err == PARTD_STORE_MISSING)
         return partd_http_send_not_found(c, rq);
     if (err != PARTD_OK)

@@ -19,6 +19,8 @@
  *                      GET /v1/jobs/{id}/result
  *   handlers_submit.c  POST /v1/jobs
  *   handlers_ops.c     /livez, /readyz, /metrics, /version
+ *   handlers_console.c GET /: the console page and its security headers
+ *   handlers_plan.c    GET /v1/jobs/{id}/plan.svg (show.h draws it)
  *
  * Errors: functions return PARTD_OK or a negative PARTD_E* code
  * (lib/partd.h) and fill an error buffer or problem where the caller needs
@@ -67,6 +69,7 @@ struct partd_http {
     char *tls_cert, *tls_key;
     struct MHD_Response *livez;
     struct MHD_Response *version;
+    struct MHD_Response *console; /* GET /, made once at start */
     /* Bytes of request bodies held right now, against --max-inflight-bytes:
      * many large uploads at once cannot exhaust memory. */
     atomic_uint_fast64_t inflight;
@@ -223,6 +226,29 @@ enum MHD_Result partd_http_version(struct MHD_Connection *c, partd_req *rq, part
  * on ENOMEM (partd_http_start then fails). */
 void partd_http_ops_prepare(partd_http *h);
 void partd_http_ops_release(partd_http *h);
+
+/* The console page (console_page.c, generated from
+ * daemon/console/console.html by the build): its bytes, not NUL-terminated. */
+extern const unsigned char partd_console_page[];
+extern const size_t partd_console_page_len;
+
+/* The console's Content-Security-Policy for a page: its inline <script> and
+ * <style> blocks allowed by their SHA-256, nothing else from anywhere.
+ * PARTD_OK, PARTD_ETOOBIG when cap is too small (out is then ""), or
+ * PARTD_ENOMEM when hashing fails. */
+int partd_console_csp(const unsigned char *page, size_t len, char *out, size_t cap);
+
+/* The page's static answer: h->console, NULL on failure (partd_http_start
+ * then fails). */
+void partd_http_console_prepare(partd_http *h);
+void partd_http_console_release(partd_http *h);
+enum MHD_Result partd_http_console(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+
+enum MHD_Result partd_http_get_plan_svg(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+
+/* The job from the job table (unfinished) or else the store: PARTD_OK,
+ * PARTD_STORE_MISSING, or a store error. */
+int partd_http_find_job(partd_service *svc, const char *id, partd_job_row *row);
 
 /* A reference to a result document (release it with
  * partd_cache_entry_release): the cache, else the store (then cached).

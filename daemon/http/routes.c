@@ -26,6 +26,8 @@ static const partd_http_route ROUTES[] = {
     {"GET", "/v1/jobs/{id}", PARTD_ROUTE_JOB, NULL, partd_http_get_job},
     {"DELETE", "/v1/jobs/{id}", PARTD_ROUTE_JOB, NULL, partd_http_delete_job},
     {"GET", "/v1/jobs/{id}/result", PARTD_ROUTE_JOB_RESULT, NULL, partd_http_get_result},
+    {"GET", "/v1/jobs/{id}/plan.svg", PARTD_ROUTE_JOB_PLAN_SVG, NULL, partd_http_get_plan_svg},
+    {"GET", "/", PARTD_ROUTE_CONSOLE, NULL, partd_http_console},
     {"GET", "/livez", PARTD_ROUTE_LIVEZ, NULL, partd_http_livez},
     {"GET", "/readyz", PARTD_ROUTE_READYZ, NULL, partd_http_readyz},
     {"GET", "/metrics", PARTD_ROUTE_METRICS, NULL, partd_http_metrics},

@@ -303,6 +303,7 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
     if (is_v6)
         flags |= MHD_USE_IPv6;
     partd_http_ops_prepare(h);
+    partd_http_console_prepare(h);
     struct MHD_OptionItem tls[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key},
@@ -322,7 +323,7 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
         MHD_OPTION_ARRAY, cfg->tls_cert ? tls : tls + 2,
         MHD_OPTION_END);
-    if (!h->daemon || !h->livez || !h->version) {
+    if (!h->daemon || !h->livez || !h->version || !h->console) {
         snprintf(err, cap, "cannot start the HTTP server on %s%s", h->address,
                  cfg->tls_cert ? " (check the TLS certificate and key)" : "");
         *exit_code = cfg->tls_cert ? 66 : 71;
@@ -350,6 +351,7 @@ void partd_http_stop(partd_http *h)
     if (h->listen_fd >= 0)
         close(h->listen_fd);
     partd_http_ops_release(h);
+    partd_http_console_release(h);
     free(h->tls_cert);
     free(h->tls_key);
     pthread_mutex_destroy(&h->conns_lock);

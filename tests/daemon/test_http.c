@@ -48,6 +48,10 @@ static void test_every_route_matches(void **state)
     assert_routed("/v1/jobs/" ID, "DELETE", partd_http_delete_job, PARTD_ROUTE_JOB, ID);
     assert_routed("/v1/jobs/" ID "/result", "GET", partd_http_get_result,
                   PARTD_ROUTE_JOB_RESULT, ID);
+    assert_routed("/v1/jobs/" ID "/plan.svg", "GET", partd_http_get_plan_svg,
+                  PARTD_ROUTE_JOB_PLAN_SVG, ID);
+    assert_routed("/", "GET", partd_http_console, PARTD_ROUTE_CONSOLE, "");
+    assert_routed("/", "HEAD", partd_http_console, PARTD_ROUTE_CONSOLE, "");
     assert_routed("/livez", "GET", partd_http_livez, PARTD_ROUTE_LIVEZ, "");
     assert_routed("/readyz", "HEAD", partd_http_readyz, PARTD_ROUTE_READYZ, "");
     assert_routed("/metrics", "GET", partd_http_metrics, PARTD_ROUTE_METRICS, "");
@@ -101,8 +105,9 @@ static void test_unknown_paths_are_not_found(void **state)
 {
     (void)state;
     const char *paths[] = {
-        "", "/", "/v1", "/v1/", "/v1/jobs/", "/v1/jobsx", "/V1/JOBS", "/v1/jobs?x",
+        "", "//", "/index.html", "/v1", "/v1/", "/v1/jobs/", "/v1/jobsx", "/V1/JOBS", "/v1/jobs?x",
         "/v1/jobs/" ID "/", "/v1/jobs/" ID "/result/", "/v1/jobs/" ID "/results",
+        "/v1/jobs/" ID "/plan.svg/", "/v1/jobs/" ID "/plan", "/v1/jobs/" ID "/plan.svgz",
         "/v1/jobs/" ID "0", "/v1/jobs/0123456789abcdef0123456789abcde",
         "/v1/jobs/0123456789ABCDEF0123456789abcdef", "/v1/jobs/{id}", "/v1/jobs//result",
         "/v1/jobs/" ID "//result", "/livez/", "/livezz", "//livez", "/metrics/x", "/version/",
@@ -466,6 +471,17 @@ static void test_server_core_end_to_end(void **state)
     fetch(addr, "GET", "/version", NULL, NULL, &a);
     assert_int_equal(a.status, 200);
     assert_has(a.body, "\"name\":\"partd\",\"version\":\"" PARTD_VERSION "\"");
+
+    /* The console needs no token (it holds no job data); its picture does. */
+    fetch(addr, "GET", "/", NULL, NULL, &a);
+    assert_int_equal(a.status, 200);
+    assert_has(a.headers, "Content-Type: text/html; charset=utf-8");
+    assert_has(a.headers, "Content-Security-Policy: default-src 'none'; script-src 'sha256-");
+    assert_has(a.headers, "X-Content-Type-Options: nosniff");
+    assert_has(a.headers, "Referrer-Policy: no-referrer");
+    assert_has(a.body, "<!DOCTYPE html>");
+    fetch(addr, "GET", "/v1/jobs/" ID "/plan.svg", NULL, NULL, &a);
+    assert_int_equal(a.status, 401);
 
     fetch(addr, "GET", "/livez/", NULL, NULL, &a);
     assert_int_equal(a.status, 404);

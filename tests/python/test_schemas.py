@@ -128,6 +128,8 @@ CONTRACT = {
     ("/v1/jobs/{id}", "get"): {"200", "404"},
     ("/v1/jobs/{id}", "delete"): {"200", "409"},
     ("/v1/jobs/{id}/result", "get"): {"200", "304", "409"},
+    ("/v1/jobs/{id}/plan.svg", "get"): {"200", "304", "401", "404", "409"},
+    ("/", "get"): {"200"},
     ("/livez", "get"): {"200"},
     ("/readyz", "get"): {"200", "503"},
     ("/metrics", "get"): {"200"},
@@ -153,6 +155,11 @@ def test_openapi_documents_the_headers(openapi):
     assert {"ETag", "Vary"} <= set(result["responses"]["304"]["headers"])
     assert [p["name"] for p in result["parameters"]] == ["If-None-Match", "Accept-Encoding"]
     assert "406" in result["responses"]
+    svg = openapi["paths"]["/v1/jobs/{id}/plan.svg"]["get"]
+    assert "ETag" in svg["responses"]["200"]["headers"] and "image/svg+xml" in svg["responses"]["200"]["content"]
+    assert "ETag" in svg["responses"]["304"]["headers"]
+    page = openapi["paths"]["/"]["get"]["responses"]["200"]
+    assert {"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy"} <= set(page["headers"])
     queue_full = openapi["components"]["responses"]["QueueFull"]
     assert "Retry-After" in queue_full["headers"]
     assert openapi["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
