@@ -120,10 +120,15 @@ static int bad_bound(double v)
     return isnan(v) || (fabs(v) < PARTD_MILP_INF && fabs(v) > PARTD_MILP_MAX_ABS);
 }
 
+/* A lower bound of +infinity (or NaN or out of range): no value can meet it. */
+static int bad_lower(double lb)
+{
+    return bad_bound(lb) || lb >= PARTD_MILP_INF;
+}
+
 static int bad_range(double lb, double ub)
 {
-    return bad_bound(lb) || bad_bound(ub) || lb >= PARTD_MILP_INF ||
-           ub <= -PARTD_MILP_INF;
+    return bad_lower(lb) || bad_bound(ub) || ub <= -PARTD_MILP_INF;
 }
 
 /* The first number the solver could not take (NaN, infinite, out of range,
@@ -132,14 +137,14 @@ static const char *precheck(const partd_milp *b, double *value)
 {
     for (int c = 0; c < b->n_cols; c++) {
         if (bad_range(b->col_lb[c], b->col_ub[c]))
-            return *value = bad_bound(b->col_lb[c]) ? b->col_lb[c] : b->col_ub[c],
+            return *value = bad_lower(b->col_lb[c]) ? b->col_lb[c] : b->col_ub[c],
                    "a variable bound";
         if (bad_coef(b->obj[c]))
             return *value = b->obj[c], "an objective coefficient";
     }
     for (int r = 0; r < b->n_rows; r++)
         if (bad_range(b->row_lb[r], b->row_ub[r]))
-            return *value = bad_bound(b->row_lb[r]) ? b->row_lb[r] : b->row_ub[r],
+            return *value = bad_lower(b->row_lb[r]) ? b->row_lb[r] : b->row_ub[r],
                    "a constraint bound";
     for (int k = 0; k < b->n_nz; k++) {
         if (b->nz_col[k] < 0 || b->nz_col[k] >= b->n_cols || b->nz_row[k] < 0 ||

@@ -164,8 +164,8 @@ static void test_precheck_refuses(void **state)
     b.col_ub[0] = 1;
     b.col_lb[2] = NAN;
     assert_refused(&b, "a variable bound");
-    b.col_lb[2] = PARTD_MILP_INF; /* a lower bound of +infinity */
-    assert_refused(&b, "a variable bound");
+    b.col_lb[2] = PARTD_MILP_INF; /* a lower bound of +infinity: named, not its upper bound */
+    assert_refused(&b, "a variable bound the solver cannot take (1e+30)");
     partd_milp_free(&b);
 
     knapsack(&b, 1);
