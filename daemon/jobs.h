@@ -39,6 +39,15 @@
 
 typedef struct partd_jobs partd_jobs;
 
+/* Runs a job may start: a run that never ended (the planner took the process
+ * down, or its replica died) is retried at most twice, then the job fails
+ * with a problem saying so (partd_jobs_crash_problem). */
+#define PARTD_JOBS_MAX_ATTEMPTS 3
+
+/* The problem document (malloc'd JSON, NULL on ENOMEM) of a job whose runs
+ * ended `attempts` times without finishing; *status gets its HTTP status. */
+char *partd_jobs_crash_problem(int attempts, int *status);
+
 /* Loop thread, before uv_run. on_drained is called on the loop thread once
  * a drain has finished (every run done or left queued). */
 partd_jobs *partd_jobs_new(partd_service *svc, uv_loop_t *loop,

@@ -78,6 +78,12 @@ struct run {
     job *jobs;                 /* attached jobs */
     unsigned n_jobs;
     int started;               /* loop side: the started message was handled */
+    /* Set by the loop once the run's jobs are durably marked running (their
+     * attempt counted); the pool thread waits for it before planning, so a
+     * plan that takes the process down is always counted. */
+    pthread_mutex_t ack_lock;
+    pthread_cond_t ack_cond;
+    int acked;
     int abandoned;             /* stopped by a shutdown: leave jobs queued */
     int keyed;                 /* still in runs_by_key */
     run *prev, *next;          /* all live runs */

@@ -137,9 +137,10 @@ int partd_store_get_job_by_idem(partd_store *s, const char *idem_key, partd_job_
     return s->ops->get_job_by_idem(s->state, idem_key, row, digest);
 }
 
-int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms)
+int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms,
+                             const char *runner)
 {
-    return s->ops->mark_running(s->state, id, started_ms);
+    return s->ops->mark_running(s->state, id, started_ms, runner);
 }
 
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,

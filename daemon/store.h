@@ -96,9 +96,12 @@ int partd_store_get_job(partd_store *s, const char *id, partd_job_row *row);
 int partd_store_get_job_by_idem(partd_store *s, const char *idem_key, partd_job_row *row,
                                 char digest[72]);
 
-/* Marks the job running since started_ms. PARTD_STORE_MISSING when there is
+/* Marks the job running since started_ms on `runner` (a replica's name) and
+ * counts the attempt (attempts + 1); durable when it returns, so that a run
+ * that takes the process down is counted. PARTD_STORE_MISSING when there is
  * no such job. */
-int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms);
+int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms,
+                             const char *runner);
 
 /* A result to store together with finishing jobs. */
 typedef struct partd_store_result {
@@ -111,7 +114,8 @@ typedef struct partd_store_result {
 /* In one transaction: stores `result` (when not NULL; kept if present) and
  * sets each row's status, finished time, summary/error, dropping its request
  * body. Rows whose status is queued or running are put back in the queue
- * instead (started time cleared), which is how a shutdown leaves them. */
+ * instead (started time cleared; a running one's attempt is not counted,
+ * since it was stopped, not lost), which is how a shutdown leaves them. */
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
                             const partd_job_row *const *rows, size_t n_rows);
 

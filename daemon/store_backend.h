@@ -41,7 +41,7 @@ typedef struct partd_store_ops {
     int (*get_job)(void *state, const char *id, partd_job_row *row);
     int (*get_job_by_idem)(void *state, const char *idem_key, partd_job_row *row,
                            char digest[72]);
-    int (*mark_running)(void *state, const char *id, int64_t started_ms);
+    int (*mark_running)(void *state, const char *id, int64_t started_ms, const char *runner);
     /* result and rows as partd_store_finish_jobs; result may be NULL and
      * n_rows 0 (partd_store_put_result). */
     int (*finish_jobs)(void *state, const partd_store_result *result,

@@ -92,7 +92,7 @@ static void test_finish_with_result_and_reopen(void **state)
     snprintf(b.cache_key, sizeof b.cache_key, "%s", a.cache_key); /* a shared run */
     assert_int_equal(partd_store_insert_job(s, &a, NULL, NULL, "{\"a\":1}", 7), PARTD_OK);
     assert_int_equal(partd_store_insert_job(s, &b, NULL, NULL, "{\"b\":1}", 7), PARTD_OK);
-    assert_int_equal(partd_store_mark_running(s, ID[0], 1500), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 1500, "r1"), PARTD_OK);
     a.status = b.status = PARTD_JOB_SUCCEEDED;
     a.finished_ms = b.finished_ms = 2000;
     a.summary = b.summary = "{\"partitions\":2}";
@@ -164,7 +164,7 @@ static void test_list_pending_and_sweep(void **state)
     done.finished_ms = 100;
     const partd_job_row *rows[] = {&done};
     assert_int_equal(partd_store_finish_jobs(s, NULL, rows, 1), PARTD_OK);
-    assert_int_equal(partd_store_mark_running(s, ID[2], 3000), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[2], 3000, "r1"), PARTD_OK);
 
     collected c = {0};
     assert_int_equal(partd_store_list(s, -1, 0, 3, collect, &c), PARTD_OK);
@@ -208,7 +208,7 @@ static void test_missing_rows(void **state)
     char *summary = NULL, etag[72];
     assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_STORE_MISSING);
     assert_int_equal(partd_store_get_job_by_idem(s, "none", &got, digest), PARTD_STORE_MISSING);
-    assert_int_equal(partd_store_mark_running(s, ID[0], 10), PARTD_STORE_MISSING);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 10, "r1"), PARTD_STORE_MISSING);
     assert_int_equal(partd_store_cancel_job(s, ID[0], 10, &got), PARTD_STORE_MISSING);
     assert_int_equal(partd_store_get_result(s, "sha256:none", forms, etag, &summary),
                      PARTD_STORE_MISSING);
@@ -226,8 +226,8 @@ static void test_finish_without_result(void **state)
     partd_job_row a = row_of(ID[0], 1000), b = row_of(ID[1], 1001);
     assert_int_equal(partd_store_insert_job(s, &a, NULL, NULL, "{}", 2), PARTD_OK);
     assert_int_equal(partd_store_insert_job(s, &b, NULL, NULL, "{}", 2), PARTD_OK);
-    assert_int_equal(partd_store_mark_running(s, ID[0], 1100), PARTD_OK);
-    assert_int_equal(partd_store_mark_running(s, ID[1], 1100), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 1100, "r1"), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[1], 1100, "r1"), PARTD_OK);
     a.status = PARTD_JOB_FAILED;
     a.finished_ms = 1200;
     a.error = "{\"status\":422}";
@@ -287,7 +287,7 @@ static void test_cancel(void **state)
         partd_job_row r = row_of(ID[i], 1000 + i);
         assert_int_equal(partd_store_insert_job(s, &r, NULL, NULL, "body", 4), PARTD_OK);
     }
-    assert_int_equal(partd_store_mark_running(s, ID[1], 1500), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[1], 1500, "r1"), PARTD_OK);
     partd_job_row done = row_of(ID[2], 1002);
     done.status = PARTD_JOB_SUCCEEDED;
     done.finished_ms = 1600;
