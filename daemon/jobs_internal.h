@@ -11,6 +11,11 @@
  *                   store and the cache, retrying store writes that failed.
  *   jobs_recover.c  queueing again, at start, the jobs the store holds as
  *                   unfinished.
+ *   jobs_share.c    on a shared store (replicas): claiming jobs from the
+ *                   store, renewing their leases, waking on announcements.
+ *                   Then the store is the queue: a submitted job is only
+ *                   announced, and runs here once claimed (by any replica);
+ *                   the table holds only the jobs this replica runs.
  *
  * Threads:
  *   HTTP threads  push messages (submit, cancel) and read the table under
@@ -120,6 +125,13 @@ struct partd_jobs {
     unsigned n_runs;
     int draining;
     int drained_called;
+
+    /* Shared store (jobs_share.c; loop thread only). */
+    int shared;
+    int closing;
+    uv_timer_t poll_timer;     /* claims without an announcement */
+    uv_timer_t renew_timer;    /* leases of the jobs this replica runs */
+    uv_poll_t *listen_poll;    /* the store's announcement socket, or NULL */
 };
 
 /* ---- jobs_queue.c: table and messages ----------------------------------- */
@@ -157,5 +169,15 @@ void partd_jobs_unkey(partd_jobs *j, run *r);
 /* The run started planning: its jobs turn running. */
 void partd_jobs_on_started(partd_jobs *j, run *r);
 void partd_jobs_mark_running(partd_jobs *j, job *jb, run *r);
+
+/* ---- jobs_share.c: a shared store ---------------------------------------- */
+
+/* At start (recovery), when the store is shared: timers and announcements. */
+void partd_jobs_share_start(partd_jobs *j);
+/* Claims as many jobs as there are free planners (no-op unless shared). */
+void partd_jobs_share_kick(partd_jobs *j);
+/* A drain: no more claims. */
+void partd_jobs_share_drain(partd_jobs *j);
+void partd_jobs_share_close(partd_jobs *j);
 
 #endif

@@ -257,10 +257,14 @@ void partd_jobs_mark_running(partd_jobs *j, job *jb, run *r)
 {
     pthread_mutex_lock(&j->table_lock);
     jb->row.started_ms = r->start_ms;
-    jb->row.attempts++;
-    snprintf(jb->row.runner, sizeof jb->row.runner, "%s", j->svc->runner);
+    if (!j->shared) {
+        jb->row.attempts++;
+        snprintf(jb->row.runner, sizeof jb->row.runner, "%s", j->svc->runner);
+    }
     pthread_mutex_unlock(&j->table_lock);
-    partd_store_mark_running(j->svc->store, jb->row.id, r->start_ms, j->svc->runner);
+    /* On a shared store the claim already counted the attempt durably. */
+    if (!j->shared)
+        partd_store_mark_running(j->svc->store, jb->row.id, r->start_ms, j->svc->runner);
     double waited = (double)(r->start_ms - jb->row.created_ms) / 1000.0;
     partd_histogram_observe(&j->svc->metrics.queue_wait, waited > 0 ? waited : 0);
     partd_jobs_set_status(j, jb, PARTD_JOB_RUNNING);
@@ -380,7 +384,9 @@ static void finish_run_jobs(partd_jobs *j, run *r)
         job *next = jb->run_next;
         jb->run = NULL;
         jb->run_next = NULL;
-        int keep = !stored && status != PARTD_JOB_QUEUED;
+        /* Shared: a job whose end cannot be written is let go; its lease
+         * runs out and a replica runs it again (nothing is lost). */
+        int keep = !stored && status != PARTD_JOB_QUEUED && !j->shared;
         if (!keep) {
             /* Polls now read the store, which has the final state. */
             partd_jobs_table_remove(j, jb);
@@ -473,4 +479,5 @@ static void after_plan(uv_work_t *w, int status)
      * so the resident size returns to its idle level between jobs. */
     malloc_trim(0);
     partd_jobs_maybe_drained(j);
+    partd_jobs_share_kick(j); /* a planner is free */
 }

@@ -156,6 +156,18 @@ static void on_cancel(partd_jobs *j, const char *id, cancel_reply *reply)
     pthread_mutex_lock(&j->table_lock);
     job *jb = partd_map_get(&j->table, id);
     pthread_mutex_unlock(&j->table_lock);
+    if (!jb && j->shared) {
+        /* Queued, or running on another replica (which sees the cancel at
+         * its next lease renewal). */
+        partd_job_row row;
+        int rc = partd_store_cancel_job(j->svc->store, id, partd_now_ms(), &row);
+        reply_cancel(reply, rc, rc == PARTD_OK ? &row : NULL);
+        if (rc == PARTD_OK) {
+            atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_CANCELLED], 1);
+            partd_job_row_clear(&row);
+        }
+        return;
+    }
     if (!jb) {
         reply_cancel(reply, PARTD_STORE_MISSING, NULL);
         return;
@@ -191,7 +203,16 @@ void partd_jobs_process_messages(partd_jobs *j)
         msg *next = m->next;
         switch (m->kind) {
         case MSG_SUBMIT:
-            partd_jobs_enqueue(j, m->job, m->req);
+            if (j->shared) {
+                /* The store is the queue: the job runs where it is claimed
+                 * (here too, when a planner is free). */
+                atomic_fetch_sub(&j->svc->metrics.jobs_queued, 1);
+                partd_request_free(m->req);
+                partd_jobs_job_free(m->job);
+                partd_jobs_share_kick(j);
+            } else {
+                partd_jobs_enqueue(j, m->job, m->req);
+            }
             free(m);
             break;
         case MSG_CANCEL:
@@ -326,6 +347,10 @@ int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *re
 
 int partd_jobs_lookup(partd_jobs *j, const char *id, partd_job_row *out)
 {
+    /* Shared: every replica answers from the store, which is the truth
+     * (the table only holds what runs here). */
+    if (j->shared)
+        return PARTD_STORE_MISSING;
     pthread_mutex_lock(&j->table_lock);
     job *jb = partd_map_get(&j->table, id);
     int rc = jb ? PARTD_OK : PARTD_STORE_MISSING;
@@ -400,6 +425,7 @@ void partd_jobs_drain(partd_jobs *j, uint64_t grace_ms)
         return;
     partd_jobs_process_messages(j);
     j->draining = 1;
+    partd_jobs_share_drain(j);
     for (run *r = j->runs; r; r = r->next) {
         partd_jobs_unkey(j, r);
         if (!r->started && uv_cancel((uv_req_t *)&r->work) == 0)
@@ -425,4 +451,5 @@ void partd_jobs_close(partd_jobs *j)
     uv_close((uv_handle_t *)&j->wakeup, on_closed);
     uv_close((uv_handle_t *)&j->grace, on_closed);
     uv_close((uv_handle_t *)&j->retry, on_closed);
+    partd_jobs_share_close(j);
 }

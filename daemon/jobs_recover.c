@@ -103,6 +103,13 @@ static void recover_one(const partd_job_row *row, const char *body, size_t len, 
 
 int partd_jobs_recover(partd_jobs *j)
 {
+    if (partd_store_shared(j->svc->store)) {
+        /* Other replicas may be running the store's unfinished jobs: they
+         * are claimed like any queued job, a dead replica's once its lease
+         * has run out. */
+        partd_jobs_share_start(j);
+        return 0;
+    }
     recover_ctx ctx = {j, 0, PARTD_OK};
     int rc = partd_store_pending(j->svc->store, recover_one, &ctx);
     if (rc != PARTD_OK)
