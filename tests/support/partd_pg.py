@@ -63,9 +63,7 @@ class PgServer:
                   "--auth=trust", "-E", "UTF8", "--no-sync")
         for _ in range(5):
             self.port = _free_port()
-            p = self._pg_ctl("-l", f"{self.dir}/server.log", "-w", "-t", "60", "-o",
-                             f"-h 127.0.0.1 -p {self.port} -k {self.dir} -F "
-                             "-c max_connections=300", "start", check=False)
+            p = self._start(check=False)
             if p.returncode == 0:
                 return self
         raise AssertionError(f"pg_ctl start failed: {self.log()}")
@@ -83,8 +81,14 @@ class PgServer:
     def stop_server(self):
         self._pg_ctl("-m", "fast", "-w", "stop", check=False)
 
+    def _start(self, check=True):
+        return self._pg_ctl("-l", f"{self.dir}/server.log", "-w", "-t", "60", "-o",
+                            f"-h 127.0.0.1 -p {self.port} -k {self.dir} -F "
+                            "-c max_connections=300", "start", check=check)
+
     def start_server(self):
-        self._pg_ctl("-l", f"{self.dir}/server.log", "-w", "-t", "60", "start")
+        """Starts the stopped server again on the same port."""
+        self._start()
 
     def stop(self):
         self._pg_ctl("-m", "immediate", "stop", check=False)
