@@ -1,5 +1,6 @@
 # partd build. `make` builds the partd binary and libpartd.a; see README.md.
 #   make test      unit tests (cmocka) + integration and tool tests (pytest)
+#   make test-pg   the integration tests with the daemons on PostgreSQL
 #   make asan      the same suite built with AddressSanitizer + UBSan
 #   make check     fuzz-smoke, tsan, test, asan (what CI runs)
 #   make bench     benchmarks, printing their figures
@@ -60,7 +61,7 @@ DEB_PACKAGES := build-essential pkg-config git ca-certificates \
 # Keep objects of test and bench programs between runs.
 .SECONDARY:
 
-.PHONY: all deps test unit-test py-test asan check bench install clean fuzz fuzz-smoke
+.PHONY: all deps test test-pg unit-test py-test asan check bench install clean fuzz fuzz-smoke
 
 all: $(PARTD) $(LIBPARTD)
 	@ln -sf $(PARTD) partd 2>/dev/null || true
@@ -107,6 +108,13 @@ py-test: $(PARTD)
 		echo "pytest is not installed for $(PYTHON) (make deps)"; exit 1; fi
 	@set -e; for d in $(PY_TEST_DIRS); do echo "== pytest $$d"; \
 		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider $$d; done
+
+# The integration suite once more with every daemon on a PostgreSQL store
+# (a throw-away server the suite starts; skipped when postgresql is not
+# installed); tests of the SQLite file and data directory skip themselves.
+test-pg: $(PARTD)
+	PARTD_TEST_STORE=postgresql PARTD_BIN=$(abspath $(PARTD)) \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
 # Unit tests last, so the run ends with cmocka's summary lines.
 test: py-test unit-test

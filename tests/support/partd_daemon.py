@@ -55,7 +55,9 @@ def _store_args(data_dir, args):
     key = os.path.abspath(str(data_dir))
     if key not in _STORE_URLS:
         _STORE_URLS[key] = partd_pg.shared_server().fresh_db()
-    return ["--store", _STORE_URLS[key]]
+    # A short lease: a job of a killed daemon is taken over in seconds.
+    lease = [] if any(str(a).startswith("--lease-ms") for a in args) else ["--lease-ms", "3000"]
+    return ["--store", _STORE_URLS[key]] + lease
 
 
 _LISTENING = re.compile(
