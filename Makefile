@@ -136,6 +136,7 @@ check:
 
 bench: $(BENCH_BIN) $(PARTD)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; PARTD_BIN=$(abspath $(PARTD)) $$b; done
+	@echo "== bench/bench_replicas.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_replicas.py
 
 install: $(PARTD) $(LIBPARTD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/partd

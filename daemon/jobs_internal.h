@@ -46,6 +46,7 @@
 #include "problem.h"
 
 typedef struct run run;
+struct claimed;
 
 typedef struct job {
     partd_job_row row;         /* status and times: written under table_lock */
@@ -124,14 +125,18 @@ struct partd_jobs {
     run *runs;                 /* every live run (loop thread only) */
     unsigned n_runs;
     int draining;
+    int grace_over;            /* a drain's grace period has run out */
     int drained_called;
 
     /* Shared store (jobs_share.c; loop thread only). */
-    int shared;
+    int shared;                /* the store is shared (set at creation) */
+    int share_started;         /* timers and announcements are set up */
     int closing;
     uv_timer_t poll_timer;     /* claims without an announcement */
     uv_timer_t renew_timer;    /* leases of the jobs this replica runs */
     uv_poll_t *listen_poll;    /* the store's announcement socket, or NULL */
+    struct claimed *decoding;  /* claimed jobs whose requests the pool decodes */
+    unsigned n_decoding;
 };
 
 /* ---- jobs_queue.c: table and messages ----------------------------------- */

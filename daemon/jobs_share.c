@@ -46,6 +46,78 @@ static void fail_claimed(partd_jobs *j, const partd_job_row *row, char *error, i
     partd_log_msg("warn", "job", "job %s failed: %s", row->id, why);
 }
 
+/* A claimed job whose request a pool thread decodes (a large model takes
+ * seconds: never on the loop, which renews the leases). */
+typedef struct claimed {
+    uv_work_t work;
+    partd_jobs *j;
+    partd_job_row row;       /* without summary and error */
+    char *body;
+    size_t len;
+    partd_request *req;
+    partd_problem problem;
+    int rc;
+    int lost;                /* cancelled or taken over meanwhile */
+    struct claimed *next;
+} claimed;
+
+static void decode_work(uv_work_t *w)
+{
+    claimed *c = w->data;
+    c->rc = partd_request_decode(c->body, c->len, &c->j->svc->limits, &c->req, &c->problem);
+    free(c->body);
+    c->body = NULL;
+}
+
+/* Hands a claim back (queued, the attempt not counted) to whoever is next. */
+static void give_back(partd_jobs *j, const partd_job_row *row)
+{
+    partd_job_row back = *row;
+    back.status = PARTD_JOB_QUEUED;
+    const partd_job_row *rows[1] = {&back};
+    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
+}
+
+static void after_decode(uv_work_t *w, int status)
+{
+    claimed *c = w->data;
+    partd_jobs *j = c->j;
+    for (claimed **p = &j->decoding; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    j->n_decoding--;
+    if (c->lost) {
+        partd_log_msg("info", "job", "job %s is no longer ours (cancelled or taken over)",
+                      c->row.id);
+    } else if (status == UV_ECANCELED || j->grace_over) {
+        give_back(j, &c->row);
+    } else if (c->rc != PARTD_OK) {
+        if (c->problem.status == 0)
+            partd_problem_set(&c->problem, 422, "invalid-request", "Invalid request", "%s",
+                              partd_strerror(c->rc));
+        char *error = partd_problem_to_json(&c->problem, NULL);
+        fail_claimed(j, &c->row, error, c->problem.status, "its request no longer decodes");
+        free(error);
+    } else {
+        job *jb = partd_jobs_job_new(&c->row);
+        if (jb) {
+            atomic_fetch_add(&j->svc->metrics.jobs_queued, 1);
+            partd_jobs_enqueue(j, jb, c->req);
+            c->req = NULL;
+        } else {
+            give_back(j, &c->row);
+        }
+    }
+    partd_request_free(c->req);
+    partd_problem_free(&c->problem);
+    free(c->body);
+    free(c);
+    partd_jobs_maybe_drained(j);
+    partd_jobs_share_kick(j);
+}
+
 static void on_claimed(const partd_job_row *row, const char *body, size_t len, int exhausted,
                        void *ctx)
 {
@@ -57,40 +129,60 @@ static void on_claimed(const partd_job_row *row, const char *body, size_t len, i
         free(error);
         return;
     }
-    partd_request *req = NULL;
-    partd_problem problem;
-    partd_problem_init(&problem);
-    int rc = partd_request_decode(body, len, &j->svc->limits, &req, &problem);
-    if (rc != PARTD_OK) {
-        if (problem.status == 0)
-            partd_problem_set(&problem, 422, "invalid-request", "Invalid request", "%s",
-                              partd_strerror(rc));
-        char *error = partd_problem_to_json(&problem, NULL);
-        fail_claimed(j, row, error, problem.status, "its request no longer decodes");
-        free(error);
-        partd_problem_free(&problem);
+    claimed *c = calloc(1, sizeof *c);
+    if (c)
+        c->body = malloc(len + 1);
+    if (!c || !c->body) {
+        free(c);
+        give_back(j, row);
         return;
     }
-    partd_problem_free(&problem);
-    job *jb = partd_jobs_job_new(row);
-    if (!jb) {
-        /* Left claimed: its lease runs out and it is claimed again. */
-        partd_request_free(req);
+    memcpy(c->body, body, len);
+    c->body[len] = '\0';
+    c->len = len;
+    c->j = j;
+    c->row = *row;
+    c->row.summary = c->row.error = NULL;
+    partd_problem_init(&c->problem);
+    c->work.data = c;
+    if (uv_queue_work(j->loop, &c->work, decode_work, after_decode) != 0) {
+        give_back(j, row);
+        free(c->body);
+        free(c);
         return;
     }
-    atomic_fetch_add(&j->svc->metrics.jobs_queued, 1);
-    partd_jobs_enqueue(j, jb, req);
+    c->next = j->decoding;
+    j->decoding = c;
+    j->n_decoding++;
+}
+
+/* Counts the jobs a claim hands over. */
+typedef struct claim_ctx {
+    partd_jobs *j;
+    unsigned n;
+} claim_ctx;
+
+static void count_claimed(const partd_job_row *row, const char *body, size_t len,
+                          int exhausted, void *ctx)
+{
+    claim_ctx *c = ctx;
+    c->n++;
+    on_claimed(row, body, len, exhausted, c->j);
 }
 
 void partd_jobs_share_kick(partd_jobs *j)
 {
-    if (!j->shared || j->draining || j->closing)
+    if (!j->share_started || j->draining || j->closing)
         return;
     uint64_t workers = j->svc->cfg->workers ? j->svc->cfg->workers : 1;
-    if (j->n_runs >= workers)
-        return;
-    partd_store_claim(j->svc->store, j->svc->runner, (int64_t)lease_ms(j),
-                      (unsigned)(workers - j->n_runs), PARTD_JOBS_MAX_ATTEMPTS, on_claimed, j);
+    /* A planner for each claimed job: runs and decodes in progress count. */
+    while (j->n_runs + j->n_decoding < workers) {
+        claim_ctx c = {j, 0};
+        if (partd_store_claim(j->svc->store, j->svc->runner, (int64_t)lease_ms(j), 1,
+                              PARTD_JOBS_MAX_ATTEMPTS, count_claimed, &c) != PARTD_OK ||
+            c.n == 0)
+            break;
+    }
 }
 
 /* ---- leases --------------------------------------------------------------- */
@@ -100,6 +192,9 @@ void partd_jobs_share_kick(partd_jobs *j)
 static void on_lost(const char *id, void *ctx)
 {
     partd_jobs *j = ctx;
+    for (claimed *c = j->decoding; c; c = c->next)
+        if (strcmp(c->row.id, id) == 0)
+            c->lost = 1;
     pthread_mutex_lock(&j->table_lock);
     job *jb = partd_map_get(&j->table, id);
     pthread_mutex_unlock(&j->table_lock);
@@ -119,7 +214,7 @@ static void on_lost(const char *id, void *ctx)
 static void on_renew(uv_timer_t *t)
 {
     partd_jobs *j = t->data;
-    size_t n = 0;
+    size_t n = j->n_decoding;
     for (run *r = j->runs; r; r = r->next)
         n += r->n_jobs;
     if (n == 0)
@@ -133,6 +228,10 @@ static void on_renew(uv_timer_t *t)
                 memcpy(ids[k], jb->row.id, sizeof ids[k]);
                 leases[k] = (partd_store_lease){ids[k], jb->row.attempts};
             }
+        for (claimed *c = j->decoding; c && k < n; c = c->next, k++) {
+            memcpy(ids[k], c->row.id, sizeof ids[k]);
+            leases[k] = (partd_store_lease){ids[k], c->row.attempts};
+        }
         partd_store_renew(j->svc->store, j->svc->runner, (int64_t)lease_ms(j), leases, k,
                           on_lost, j);
     }
@@ -200,9 +299,9 @@ static void on_poll(uv_timer_t *t)
 
 void partd_jobs_share_start(partd_jobs *j)
 {
-    if (j->shared || !partd_store_shared(j->svc->store))
+    if (!j->shared || j->share_started)
         return;
-    j->shared = 1;
+    j->share_started = 1;
     uv_timer_init(j->loop, &j->poll_timer);
     j->poll_timer.data = j;
     uv_timer_init(j->loop, &j->renew_timer);
@@ -214,7 +313,7 @@ void partd_jobs_share_start(partd_jobs *j)
 
 void partd_jobs_share_drain(partd_jobs *j)
 {
-    if (!j->shared)
+    if (!j->share_started)
         return;
     /* No new claims; leases are still renewed while the runs finish. */
     uv_timer_stop(&j->poll_timer);
@@ -228,7 +327,7 @@ static void on_timer_closed(uv_handle_t *h)
 
 void partd_jobs_share_close(partd_jobs *j)
 {
-    if (!j->shared)
+    if (!j->share_started)
         return;
     j->closing = 1;
     stop_listening(j);

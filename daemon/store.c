@@ -221,3 +221,8 @@ void partd_store_listen_reset(partd_store *s)
 {
     s->ops->listen_reset(s->state);
 }
+
+int64_t partd_store_count_queued(partd_store *s)
+{
+    return s->ops->count_queued(s->state);
+}

@@ -202,6 +202,9 @@ int partd_store_renew(partd_store *s, const char *runner, int64_t lease_ms,
                       const partd_store_lease *leases, size_t n, partd_store_key_fn lost,
                       void *ctx);
 
+/* The number of queued jobs of every replica, or a negative PARTD_E* code. */
+int64_t partd_store_count_queued(partd_store *s);
+
 /* New work is announced on a socket: the fd to watch for reading (-1 while
  * the server cannot be reached; ask again later), then after it turned
  * readable partd_store_listen_consume: 1 new work, 0 nothing, -1 the

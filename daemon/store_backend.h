@@ -63,6 +63,7 @@ typedef struct partd_store_ops {
                  int max_attempts, partd_store_claimed_fn fn, void *ctx);
     int (*renew)(void *state, const char *runner, int64_t lease_ms,
                  const partd_store_lease *leases, size_t n, partd_store_key_fn lost, void *ctx);
+    int64_t (*count_queued)(void *state);
     int (*listen_fd)(void *state);
     int (*listen_consume)(void *state);
     void (*listen_reset)(void *state);

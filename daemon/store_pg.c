@@ -495,6 +495,7 @@ const partd_store_ops partd_store_pg_ops = {
     .sweep = sweep,
     .claim = partd_pg_claim,
     .renew = partd_pg_renew,
+    .count_queued = partd_pg_count_queued,
     .listen_fd = partd_pg_listen_fd,
     .listen_consume = partd_pg_listen_consume,
     .listen_reset = partd_pg_listen_reset,

@@ -126,6 +126,7 @@ int64_t partd_pg_int(const PGresult *res, int i, int col);
 
 int partd_pg_claim(void *state, const char *runner, int64_t lease_ms, unsigned max_jobs,
                    int max_attempts, partd_store_claimed_fn fn, void *ctx);
+int64_t partd_pg_count_queued(void *state);
 int partd_pg_renew(void *state, const char *runner, int64_t lease_ms,
                    const partd_store_lease *leases, size_t n, partd_store_key_fn lost,
                    void *ctx);

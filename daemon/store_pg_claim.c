@@ -144,3 +144,19 @@ int partd_pg_renew(void *state, const char *runner, int64_t lease_ms,
     PQclear(r);
     return rc;
 }
+
+int64_t partd_pg_count_queued(void *state)
+{
+    partd_pg_store *s = state;
+    partd_pg_conn *c = partd_pg_acquire(s);
+    if (!c)
+        return PARTD_EIO;
+    PGresult *r = partd_pg_exec(s, c, "SELECT count(*) FROM jobs WHERE status = 'queued'", NULL,
+                                "counting queued jobs", NULL);
+    partd_pg_release(s, c);
+    if (!r)
+        return PARTD_EIO;
+    int64_t n = partd_pg_int(r, 0, 0);
+    PQclear(r);
+    return n;
+}

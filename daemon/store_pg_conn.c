@@ -68,7 +68,8 @@ static PGconn *connect_url(const char *url)
                           "keepalives_count", "tcp_user_timeout", NULL};
     const char *values[] = {url, "3",
                             "-c statement_timeout=10000 -c lock_timeout=5000 "
-                            "-c idle_in_transaction_session_timeout=60000",
+                            "-c idle_in_transaction_session_timeout=60000 "
+                            "-c client_min_messages=warning",
                             "partd", "1", "5", "2", "2", "10000", NULL};
     return PQconnectdbParams(keys, values, 1);
 }

@@ -66,7 +66,7 @@ def test_killed_replica_jobs_finish_on_the_other(make_daemon, pg_url, tmp_path):
     for job_id, doc in zip(ids, docs):
         job = b.wait_job(job_id, timeout=120)
         assert job["status"] == "succeeded", job
-        assert job["runner"] == "B" and job["attempts"] == 2, job
+        assert job["runner"] == "B" and job["attempts"] == 2, (job, b.log())
         started = datetime.datetime.strptime(job["started_at"], "%Y-%m-%dT%H:%M:%S.%fZ") \
             .replace(tzinfo=datetime.timezone.utc).timestamp()
         assert started - killed <= LEASE_MS / 1000 + 2, (started - killed, job)
