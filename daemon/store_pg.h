@@ -4,7 +4,7 @@
  * creation and migration, health, the LISTEN connection, close),
  * store_pg.c (job and result operations, the partd_store_pg_ops table) and
  * store_pg_claim.c (work sharing: claiming queued and orphaned jobs,
- * renewing leases). Private to the backend.
+ * renewing leases, counting the queue). Private to the backend.
  *
  * Threads: a small pool of connections, each behind its own mutex, so any
  * operation may run on any thread; a call takes one connection for its

@@ -147,3 +147,22 @@ def test_newer_schema_is_refused(make_daemon, pg_server, pg_url):
     assert b.start(expect_exit=True) == 65
     assert "newer than this partd" in b.log()
     assert "version 99" in b.log()
+
+
+def test_attempt_cap_holds_across_replicas(make_daemon, pg_url, medium_body):
+    """Replicas that die planning a job (as a crashing planner takes its
+    process down) hand it on at most twice; the next one fails it."""
+    job_id = None
+    for attempt, name in enumerate(("A", "B", "C"), start=1):
+        d, = replicas(make_daemon, pg_url, "--workers", "1", names=(name,))
+        if job_id is None:
+            job_id = d.post_job(medium_body).json()["id"]
+        wait_until(f"attempt {attempt} running on {name}",
+                   lambda: (lambda j: j["status"] == "running" and j["runner"] == name
+                            and j["attempts"] == attempt)(d.job(job_id)), timeout=60)
+        d.kill9()
+    last, = replicas(make_daemon, pg_url, "--workers", "1", names=("D",))
+    job = last.wait_job(job_id, timeout=60)
+    assert job["status"] == "failed", job
+    assert job["attempts"] == 3 and job["runner"] == "D", job
+    assert job["error"]["type"].endswith("planner-crashed"), job
