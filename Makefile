@@ -132,6 +132,7 @@ check:
 	$(MAKE) fuzz-smoke
 	$(MAKE) tsan
 	$(MAKE) test
+	$(MAKE) test-pg
 	$(MAKE) asan
 
 bench: $(BENCH_BIN) $(PARTD)
