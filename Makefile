@@ -127,7 +127,7 @@ asan:
 
 # Everything CI runs: the suite plain and under ASan+UBSan, each fuzz driver
 # for FUZZ_SECONDS under ASan+UBSan, the daemon's concurrency tests under
-# ThreadSanitizer.
+# ThreadSanitizer, and the integration suite on PostgreSQL.
 check:
 	$(MAKE) fuzz-smoke
 	$(MAKE) tsan
