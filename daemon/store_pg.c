@@ -90,24 +90,40 @@ int partd_pg_read_job(const PGresult *res, int i, partd_job_row *row)
 
 /* ---- one statement ------------------------------------------------------------ */
 
+/* run1's flags. */
+#define CONFLICT_OK 1 /* a unique key taken is PARTD_STORE_CONFLICT */
+#define READ_ONLY 2   /* safe to run again on a fresh connection */
+
 /* Runs sql on a pooled connection: the result (caller clears) or NULL with
- * *rc set (PARTD_EIO, or PARTD_STORE_CONFLICT for a unique key taken when
- * conflict_ok). The connection is released before returning. */
+ * *rc set (PARTD_EIO, or PARTD_STORE_CONFLICT). A read whose connection
+ * turns out lost (the server restarted since it was last used) is tried
+ * again on another (each pooled one may be stale; a lost one is dropped,
+ * so at most one try per connection). The connection is released before
+ * returning. */
 static PGresult *run1(partd_pg_store *s, const char *sql, const partd_pg_params *p,
-                      const char *what, int conflict_ok, int *rc)
+                      const char *what, int flags, int *rc)
 {
-    partd_pg_conn *c = partd_pg_acquire(s);
     *rc = PARTD_EIO;
-    if (!c)
-        return NULL;
-    char state[6];
-    PGresult *r = partd_pg_exec(s, c, sql, p, what, state);
-    partd_pg_release(s, c);
-    if (r)
-        *rc = PARTD_OK;
-    else if (conflict_ok && strcmp(state, "23505") == 0)
-        *rc = PARTD_STORE_CONFLICT;
-    return r;
+    for (int tries = 0; tries <= PARTD_PG_CONNS; tries++) {
+        partd_pg_conn *c = partd_pg_acquire(s);
+        if (!c)
+            return NULL;
+        char state[6];
+        PGresult *r = partd_pg_exec(s, c, sql, p, what, state);
+        int lost = c->pg == NULL;
+        partd_pg_release(s, c);
+        if (r) {
+            *rc = PARTD_OK;
+            return r;
+        }
+        if ((flags & CONFLICT_OK) && strcmp(state, "23505") == 0) {
+            *rc = PARTD_STORE_CONFLICT;
+            return NULL;
+        }
+        if (!lost || !(flags & READ_ONLY))
+            return NULL;
+    }
+    return NULL;
 }
 
 /* ---- jobs ---------------------------------------------------------------------- */
@@ -139,7 +155,7 @@ static int insert_job(void *state, const partd_job_row *row, const char *idem_ke
                        "$7, $8, $9, $10, $11, $12, $13, $14) RETURNING status) "
                        "SELECT pg_notify('" PARTD_PG_CHANNEL "', '') FROM ins "
                        "WHERE status = 'queued'",
-                       &p, "inserting a job", idem_key != NULL, &rc);
+                       &p, "inserting a job", idem_key ? CONFLICT_OK : 0, &rc);
     PQclear(r);
     return rc;
 }
@@ -150,7 +166,7 @@ static int get_job_where(partd_pg_store *s, const char *sql, const char *key,
     partd_pg_params p = {0};
     partd_pg_param_text(&p, key);
     int rc;
-    PGresult *r = run1(s, sql, &p, "reading a job", 0, &rc);
+    PGresult *r = run1(s, sql, &p, "reading a job", READ_ONLY, &rc);
     if (!r)
         return rc;
     if (PQntuples(r) == 0) {
@@ -343,7 +359,7 @@ static int get_result(void *state, const char *cache_key, partd_blob *forms, cha
     PGresult *r = run1(state,
                        "SELECT body, etag, summary, body_zstd, body_gzip FROM results "
                        "WHERE cache_key = $1",
-                       &p, "reading a result", 0, &rc);
+                       &p, "reading a result", READ_ONLY, &rc);
     if (!r)
         return rc;
     if (PQntuples(r) == 0) {
@@ -391,7 +407,7 @@ static int list(void *state, int status, int64_t before_seq, unsigned limit,
                        "SELECT " PARTD_PG_JOB_COLUMNS " FROM jobs WHERE ($1::text IS NULL OR "
                        "status = $1) AND ($2::bigint IS NULL OR seq < $2) ORDER BY seq DESC "
                        "LIMIT $3",
-                       &p, "listing jobs", 0, &rc);
+                       &p, "listing jobs", READ_ONLY, &rc);
     for (int i = 0; r && rc == PARTD_OK && i < PQntuples(r); i++) {
         partd_job_row row;
         rc = partd_pg_read_job(r, i, &row);
@@ -410,7 +426,7 @@ static int pending(void *state, partd_store_pending_fn fn, void *ctx)
     PGresult *r = run1(state,
                        "SELECT " PARTD_PG_JOB_COLUMNS ", request FROM jobs "
                        "WHERE status IN ('queued', 'running') ORDER BY seq",
-                       NULL, "reading unfinished jobs", 0, &rc);
+                       NULL, "reading unfinished jobs", READ_ONLY, &rc);
     for (int i = 0; r && rc == PARTD_OK && i < PQntuples(r); i++) {
         partd_job_row row;
         rc = partd_pg_read_job(r, i, &row);
