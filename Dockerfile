@@ -13,7 +13,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         gcc libc6-dev make pkg-config \
         libjansson-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev \
-        libsystemd-dev coinor-libcbc-dev zlib1g-dev libzstd-dev \
+        libsystemd-dev libpq-dev coinor-libcbc-dev zlib1g-dev libzstd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -26,7 +26,7 @@ RUN make GIT_REV="$PARTD_BUILD"
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-        libjansson4 libmicrohttpd12 libuv1 libsqlite3-0 libssl3 libsystemd0 \
+        libjansson4 libmicrohttpd12 libuv1 libsqlite3-0 libpq5 libssl3 libsystemd0 \
         coinor-libcbc3 zlib1g libzstd1 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /var/lib/partd \

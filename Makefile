@@ -1,5 +1,6 @@
 # partd build. `make` builds the partd binary and libpartd.a; see README.md.
 #   make test      unit tests (cmocka) + integration and tool tests (pytest)
+#   make test-pg   the integration tests with the daemons on PostgreSQL
 #   make asan      the same suite built with AddressSanitizer + UBSan
 #   make check     fuzz-smoke, tsan, test, asan (what CI runs)
 #   make bench     benchmarks, printing their figures
@@ -14,7 +15,7 @@ DESTDIR ?=
 PYTHON  ?= /usr/bin/python3
 CC      ?= cc
 
-PKGS := jansson libmicrohttpd libuv sqlite3 libcrypto libsystemd cbc zlib libzstd
+PKGS := jansson libmicrohttpd libuv sqlite3 libpq libcrypto libsystemd cbc zlib libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
@@ -60,14 +61,14 @@ GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # benchmarks (wrk), the console's browser tests (chromium, chromium-driver).
 DEB_PACKAGES := build-essential pkg-config git ca-certificates \
 	libjansson-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev \
-	libsystemd-dev coinor-libcbc-dev zlib1g-dev libzstd-dev libcmocka-dev libcurl4-openssl-dev \
+	libsystemd-dev libpq-dev postgresql coinor-libcbc-dev zlib1g-dev libzstd-dev libcmocka-dev libcurl4-openssl-dev \
 	python3 python3-pytest python3-jsonschema python3-yaml python3-torch python3-torchvision \
 	clang libclang-rt-14-dev wrk systemd zstd librsvg2-bin chromium chromium-driver
 
 # Keep objects of test and bench programs between runs.
 .SECONDARY:
 
-.PHONY: all deps test unit-test py-test asan check bench install clean fuzz fuzz-smoke
+.PHONY: all deps test test-pg unit-test py-test asan check bench install clean fuzz fuzz-smoke
 
 all: $(PARTD) $(LIBPARTD)
 	@ln -sf $(PARTD) partd 2>/dev/null || true
@@ -130,6 +131,13 @@ py-test: $(PARTD)
 	@set -e; for d in $(PY_TEST_DIRS); do echo "== pytest $$d"; \
 		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider $$d; done
 
+# The integration suite once more with every daemon on a PostgreSQL store
+# (a throw-away server the suite starts; skipped when postgresql is not
+# installed); tests of the SQLite file and data directory skip themselves.
+test-pg: $(PARTD)
+	PARTD_TEST_STORE=postgresql PARTD_BIN=$(abspath $(PARTD)) \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+
 # Unit tests last, so the run ends with cmocka's summary lines.
 test: py-test unit-test
 
@@ -141,15 +149,17 @@ asan:
 
 # Everything CI runs: the suite plain and under ASan+UBSan, each fuzz driver
 # for FUZZ_SECONDS under ASan+UBSan, the daemon's concurrency tests under
-# ThreadSanitizer.
+# ThreadSanitizer, and the integration suite on PostgreSQL.
 check:
 	$(MAKE) fuzz-smoke
 	$(MAKE) tsan
 	$(MAKE) test
+	$(MAKE) test-pg
 	$(MAKE) asan
 
 bench: $(BENCH_BIN) $(PARTD)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; PARTD_BIN=$(abspath $(PARTD)) $$b; done
+	@echo "== bench/bench_replicas.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_replicas.py
 
 install: $(PARTD) $(LIBPARTD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/partd

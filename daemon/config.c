@@ -30,6 +30,12 @@ static const opt_def OPTS[] = {
      "address to listen on: IPv4:PORT or [IPv6]:PORT (port 0 = any free port)"},
     {"data-dir", OPT_STRING, offsetof(partd_config, data_dir), "./partd-data", 0, 0,
      "directory of the SQLite store (created if missing)"},
+    {"store", OPT_STRING, offsetof(partd_config, store), "sqlite", 0, 0,
+     "store URL: sqlite (partd.db in the data directory) or postgresql://... (replicas share it)"},
+    {"lease-ms", OPT_U64, offsetof(partd_config, lease_ms), "30000", 200, 86400000,
+     "shared store: a running job another replica takes over when its runner stops renewing"},
+    {"name", OPT_STRING, offsetof(partd_config, name), NULL, 0, 0,
+     "this replica's name, shown as a job's runner (default: host:pid)"},
     {"store-max-bytes", OPT_U64, offsetof(partd_config, store_max_bytes), "0", 0, U64_MAX_SAFE,
      "cap on the store's size; past it writes fail as on a full disk (0 = no cap)"},
     {"workers", OPT_U64, offsetof(partd_config, workers), NULL, 1, 128,
@@ -186,6 +192,10 @@ int partd_config_parse(partd_config *cfg, int argc, char **argv, char *err, size
         rc = set_value(cfg, o, value, source, err, errcap);
         if (rc != PARTD_CONFIG_OK)
             return rc;
+    }
+    if (cfg->name && strlen(cfg->name) > 127) {
+        snprintf(err, errcap, "--name: longer than 127 bytes");
+        return PARTD_CONFIG_ERROR;
     }
     if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL)) {
         snprintf(err, errcap, "--tls-cert and --tls-key go together");

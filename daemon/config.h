@@ -24,6 +24,9 @@ typedef enum partd_log_format {
 typedef struct partd_config {
     const char *listen;           /* ADDR:PORT, [v6]:PORT */
     const char *data_dir;
+    const char *store;            /* store URL: "sqlite" or postgresql://... */
+    uint64_t lease_ms;            /* shared store: a running job's lease */
+    const char *name;             /* this replica's name; NULL = host:pid */
     uint64_t store_max_bytes;     /* 0 = no cap */
     uint64_t workers;             /* planner threads (libuv pool size) */
     uint64_t http_threads;        /* libmicrohttpd thread pool size */

@@ -84,6 +84,9 @@ char *partd_job_to_text(const partd_job_row *row, size_t *len)
     bad |= json_object_set_new(job, "graph_hash", json_string(row->graph_hash));
     bad |= json_object_set_new(job, "cache_key", json_string(row->cache_key));
     bad |= json_object_set_new(job, "cached", json_boolean(row->cached));
+    bad |= json_object_set_new(job, "attempts", json_integer(row->attempts));
+    bad |= json_object_set_new(job, "runner",
+                               row->runner[0] ? json_string(row->runner) : json_null());
     char *text = bad ? NULL : json_dumps(job, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(job);
     if (!text)

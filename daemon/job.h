@@ -13,6 +13,9 @@
 
 #include "util.h"
 
+/* Longest runner name (--name; default host:pid). */
+#define PARTD_RUNNER_LEN 127
+
 typedef enum partd_job_status {
     PARTD_JOB_QUEUED = 0,
     PARTD_JOB_RUNNING,
@@ -43,6 +46,8 @@ typedef struct partd_job_row {
     char *summary;             /* the result's summary object (JSON), or NULL */
     char *error;               /* problem document (JSON) when failed, or NULL */
     int error_status;          /* the problem's HTTP status when failed */
+    int attempts;              /* runs started */
+    char runner[PARTD_RUNNER_LEN + 1]; /* the replica of the last attempt, "" = none yet */
 } partd_job_row;
 
 void partd_job_row_clear(partd_job_row *row);

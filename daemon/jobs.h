@@ -13,9 +13,15 @@
  * Every state change is written to the store before it is visible in the
  * table, and logged. Finished jobs leave the table (the store has them).
  *
+ * On a shared store (PostgreSQL, several replicas) the store is the queue:
+ * a submitted job is announced, and whichever replica has a free planner
+ * claims it and holds a lease on it while planning; the table holds only
+ * the jobs this replica runs, and lookups answer from the store.
+ *
  * Implemented by jobs_queue.c (table, messages, drain), jobs_pool.c (runs
- * on the pool, finishing into store and cache) and jobs_recover.c (queueing
- * unfinished jobs again at start), around jobs_internal.h.
+ * on the pool, finishing into store and cache), jobs_recover.c (queueing
+ * unfinished jobs again at start) and jobs_share.c (claims and leases on a
+ * shared store), around jobs_internal.h.
  *
  * Ownership: the engine owns the jobs it holds and the requests handed to
  * partd_jobs_submit; rows copied out (lookup, cancel) belong to the caller.
@@ -38,6 +44,15 @@
 #include "service.h"
 
 typedef struct partd_jobs partd_jobs;
+
+/* Runs a job may start: a run that never ended (the planner took the process
+ * down, or its replica died) is retried at most twice, then the job fails
+ * with a problem saying so (partd_jobs_crash_problem). */
+#define PARTD_JOBS_MAX_ATTEMPTS 3
+
+/* The problem document (malloc'd JSON, NULL on ENOMEM) of a job whose runs
+ * ended `attempts` times without finishing; *status gets its HTTP status. */
+char *partd_jobs_crash_problem(int attempts, int *status);
 
 /* Loop thread, before uv_run. on_drained is called on the loop thread once
  * a drain has finished (every run done or left queued). */

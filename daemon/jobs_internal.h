@@ -11,6 +11,11 @@
  *                   store and the cache, retrying store writes that failed.
  *   jobs_recover.c  queueing again, at start, the jobs the store holds as
  *                   unfinished.
+ *   jobs_share.c    on a shared store (replicas): claiming jobs from the
+ *                   store, renewing their leases, waking on announcements.
+ *                   Then the store is the queue: a submitted job is only
+ *                   announced, and runs here once claimed (by any replica);
+ *                   the table holds only the jobs this replica runs.
  *
  * Threads:
  *   HTTP threads  push messages (submit, cancel) and read the table under
@@ -41,6 +46,7 @@
 #include "problem.h"
 
 typedef struct run run;
+struct claimed;
 
 typedef struct job {
     partd_job_row row;         /* status and times: written under table_lock */
@@ -78,6 +84,12 @@ struct run {
     job *jobs;                 /* attached jobs */
     unsigned n_jobs;
     int started;               /* loop side: the started message was handled */
+    /* Set by the loop once the run's jobs are durably marked running (their
+     * attempt counted); the pool thread waits for it before planning, so a
+     * plan that takes the process down is always counted. */
+    pthread_mutex_t ack_lock;
+    pthread_cond_t ack_cond;
+    int acked;
     int abandoned;             /* stopped by a shutdown: leave jobs queued */
     int keyed;                 /* still in runs_by_key */
     run *prev, *next;          /* all live runs */
@@ -113,7 +125,18 @@ struct partd_jobs {
     run *runs;                 /* every live run (loop thread only) */
     unsigned n_runs;
     int draining;
+    int grace_over;            /* a drain's grace period has run out */
     int drained_called;
+
+    /* Shared store (jobs_share.c; loop thread only). */
+    int shared;                /* the store is shared (set at creation) */
+    int share_started;         /* timers and announcements are set up */
+    int closing;
+    uv_timer_t poll_timer;     /* claims without an announcement */
+    uv_timer_t renew_timer;    /* leases of the jobs this replica runs */
+    uv_poll_t *listen_poll;    /* the store's announcement socket, or NULL */
+    struct claimed *decoding;  /* claimed jobs whose requests the pool decodes */
+    unsigned n_decoding;
 };
 
 /* ---- jobs_queue.c: table and messages ----------------------------------- */
@@ -151,5 +174,15 @@ void partd_jobs_unkey(partd_jobs *j, run *r);
 /* The run started planning: its jobs turn running. */
 void partd_jobs_on_started(partd_jobs *j, run *r);
 void partd_jobs_mark_running(partd_jobs *j, job *jb, run *r);
+
+/* ---- jobs_share.c: a shared store ---------------------------------------- */
+
+/* At start (recovery), when the store is shared: timers and announcements. */
+void partd_jobs_share_start(partd_jobs *j);
+/* Claims as many jobs as there are free planners (no-op unless shared). */
+void partd_jobs_share_kick(partd_jobs *j);
+/* A drain: no more claims. */
+void partd_jobs_share_drain(partd_jobs *j);
+void partd_jobs_share_close(partd_jobs *j);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hash.h"
@@ -98,6 +99,22 @@ static void lower_thread_priority(void)
     }
 }
 
+/* Bounded: a loop that cannot answer (stuck store) does not hold the run
+ * back for ever; the attempt is then counted late or not at all. */
+#define ACK_WAIT_MS 10000
+
+static void wait_started_ack(run *r)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ACK_WAIT_MS / 1000;
+    pthread_mutex_lock(&r->ack_lock);
+    while (!r->acked)
+        if (pthread_cond_timedwait(&r->ack_cond, &r->ack_lock, &until) != 0)
+            break;
+    pthread_mutex_unlock(&r->ack_lock);
+}
+
 static void plan_work(uv_work_t *w)
 {
     run *r = w->data;
@@ -110,11 +127,14 @@ static void plan_work(uv_work_t *w)
         r->cancel.deadline_ns = r->start_ns + (int64_t)timeout * 1000000;
 
     pthread_mutex_lock(&j->queue_lock);
-    if (!j->closed) {
+    int posted = !j->closed;
+    if (posted) {
         partd_jobs_post(j, &r->started_msg);
         uv_async_send(&j->wakeup);
     }
     pthread_mutex_unlock(&j->queue_lock);
+    if (posted)
+        wait_started_ack(r);
 
     partd_plan *plan = NULL;
     r->rc = partd_plan_run(r->req, &r->cancel, &plan, &r->problem);
@@ -163,6 +183,8 @@ static void run_free(partd_jobs *j, run *r)
     partd_blobs_free(r->forms);
     free(r->summary);
     partd_problem_free(&r->problem);
+    pthread_cond_destroy(&r->ack_cond);
+    pthread_mutex_destroy(&r->ack_lock);
     free(r);
 }
 
@@ -176,12 +198,16 @@ run *partd_jobs_run_new(partd_jobs *j, partd_request *req)
     r->owner = j;
     r->req = req;
     partd_cancel_init(&r->cancel, 0);
+    pthread_mutex_init(&r->ack_lock, NULL);
+    pthread_cond_init(&r->ack_cond, NULL);
     partd_problem_init(&r->problem);
     snprintf(r->cache_key, sizeof r->cache_key, "%s", req->cache_key);
     r->work.data = r;
     r->started_msg.kind = MSG_STARTED;
     r->started_msg.run = r;
     if (partd_map_put(&j->runs_by_key, r->cache_key, r) != PARTD_OK) {
+        pthread_cond_destroy(&r->ack_cond);
+        pthread_mutex_destroy(&r->ack_lock);
         free(r);
         return NULL;
     }
@@ -231,8 +257,14 @@ void partd_jobs_mark_running(partd_jobs *j, job *jb, run *r)
 {
     pthread_mutex_lock(&j->table_lock);
     jb->row.started_ms = r->start_ms;
+    if (!j->shared) {
+        jb->row.attempts++;
+        snprintf(jb->row.runner, sizeof jb->row.runner, "%s", j->svc->runner);
+    }
     pthread_mutex_unlock(&j->table_lock);
-    partd_store_mark_running(j->svc->store, jb->row.id, r->start_ms);
+    /* On a shared store the claim already counted the attempt durably. */
+    if (!j->shared)
+        partd_store_mark_running(j->svc->store, jb->row.id, r->start_ms, j->svc->runner);
     double waited = (double)(r->start_ms - jb->row.created_ms) / 1000.0;
     partd_histogram_observe(&j->svc->metrics.queue_wait, waited > 0 ? waited : 0);
     partd_jobs_set_status(j, jb, PARTD_JOB_RUNNING);
@@ -244,6 +276,10 @@ void partd_jobs_on_started(partd_jobs *j, run *r)
     r->started = 1;
     for (job *jb = r->jobs; jb; jb = jb->run_next)
         partd_jobs_mark_running(j, jb, r);
+    pthread_mutex_lock(&r->ack_lock);
+    r->acked = 1;
+    pthread_cond_signal(&r->ack_cond);
+    pthread_mutex_unlock(&r->ack_lock);
 }
 
 static void problem_for(run *r, partd_problem *p, uint64_t timeout_ms)
@@ -348,7 +384,9 @@ static void finish_run_jobs(partd_jobs *j, run *r)
         job *next = jb->run_next;
         jb->run = NULL;
         jb->run_next = NULL;
-        int keep = !stored && status != PARTD_JOB_QUEUED;
+        /* Shared: a job whose end cannot be written is let go; its lease
+         * runs out and a replica runs it again (nothing is lost). */
+        int keep = !stored && status != PARTD_JOB_QUEUED && !j->shared;
         if (!keep) {
             /* Polls now read the store, which has the final state. */
             partd_jobs_table_remove(j, jb);
@@ -441,4 +479,5 @@ static void after_plan(uv_work_t *w, int status)
      * so the resident size returns to its idle level between jobs. */
     malloc_trim(0);
     partd_jobs_maybe_drained(j);
+    partd_jobs_share_kick(j); /* a planner is free */
 }

@@ -92,9 +92,10 @@ static int finish_from_cache(partd_jobs *j, job *jb)
 
 void partd_jobs_enqueue(partd_jobs *j, job *jb, partd_request *req)
 {
-    if (j->draining) {
+    if (j->draining && !j->shared) {
         /* Accepted just before the drain began: it is committed as queued
-         * and will run after the next start. */
+         * and will run after the next start. (A shared store's jobs come
+         * here claimed: they run within the grace period.) */
         atomic_fetch_sub(&j->svc->metrics.jobs_queued, 1);
         partd_request_free(req);
         partd_jobs_job_free(jb);
@@ -156,6 +157,18 @@ static void on_cancel(partd_jobs *j, const char *id, cancel_reply *reply)
     pthread_mutex_lock(&j->table_lock);
     job *jb = partd_map_get(&j->table, id);
     pthread_mutex_unlock(&j->table_lock);
+    if (!jb && j->shared) {
+        /* Queued, or running on another replica (which sees the cancel at
+         * its next lease renewal). */
+        partd_job_row row;
+        int rc = partd_store_cancel_job(j->svc->store, id, partd_now_ms(), &row);
+        reply_cancel(reply, rc, rc == PARTD_OK ? &row : NULL);
+        if (rc == PARTD_OK) {
+            atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_CANCELLED], 1);
+            partd_job_row_clear(&row);
+        }
+        return;
+    }
     if (!jb) {
         reply_cancel(reply, PARTD_STORE_MISSING, NULL);
         return;
@@ -191,7 +204,16 @@ void partd_jobs_process_messages(partd_jobs *j)
         msg *next = m->next;
         switch (m->kind) {
         case MSG_SUBMIT:
-            partd_jobs_enqueue(j, m->job, m->req);
+            if (j->shared) {
+                /* The store is the queue: the job runs where it is claimed
+                 * (here too, when a planner is free). */
+                atomic_fetch_sub(&j->svc->metrics.jobs_queued, 1);
+                partd_request_free(m->req);
+                partd_jobs_job_free(m->job);
+                partd_jobs_share_kick(j);
+            } else {
+                partd_jobs_enqueue(j, m->job, m->req);
+            }
             free(m);
             break;
         case MSG_CANCEL:
@@ -223,6 +245,8 @@ partd_jobs *partd_jobs_new(partd_service *svc, uv_loop_t *loop, void (*on_draine
     j->loop = loop;
     j->on_drained = on_drained;
     j->drained_ctx = ctx;
+    /* Before any HTTP thread asks (reserve, lookup read it unlocked). */
+    j->shared = partd_store_shared(svc->store);
     pthread_mutex_init(&j->queue_lock, NULL);
     pthread_mutex_init(&j->table_lock, NULL);
     partd_map_init(&j->table);
@@ -258,6 +282,14 @@ int partd_jobs_reserve(partd_jobs *j)
 {
     atomic_int_fast64_t *q = &j->svc->metrics.jobs_queued;
     int64_t max = (int64_t)j->svc->cfg->queue_max;
+    if (j->shared) {
+        /* The queue is every replica's: the store's queued jobs. */
+        int64_t waiting = partd_store_count_queued(j->svc->store);
+        if (waiting >= max)
+            return 0;
+        atomic_fetch_add(q, 1);
+        return 1;
+    }
     int_fast64_t cur = atomic_load(q);
     do {
         if (cur >= max)
@@ -273,6 +305,11 @@ void partd_jobs_unreserve(partd_jobs *j)
 
 int64_t partd_jobs_queued(partd_jobs *j)
 {
+    if (j->shared) {
+        int64_t waiting = partd_store_count_queued(j->svc->store);
+        if (waiting >= 0)
+            return waiting;
+    }
     return atomic_load(&j->svc->metrics.jobs_queued);
 }
 
@@ -326,6 +363,10 @@ int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *re
 
 int partd_jobs_lookup(partd_jobs *j, const char *id, partd_job_row *out)
 {
+    /* Shared: every replica answers from the store, which is the truth
+     * (the table only holds what runs here). */
+    if (j->shared)
+        return PARTD_STORE_MISSING;
     pthread_mutex_lock(&j->table_lock);
     job *jb = partd_map_get(&j->table, id);
     int rc = jb ? PARTD_OK : PARTD_STORE_MISSING;
@@ -375,7 +416,7 @@ int partd_jobs_cancel(partd_jobs *j, const char *id, partd_job_row *out)
 
 void partd_jobs_maybe_drained(partd_jobs *j)
 {
-    if (j->draining && j->n_runs == 0 && !j->drained_called) {
+    if (j->draining && j->n_runs == 0 && j->n_decoding == 0 && !j->drained_called) {
         j->drained_called = 1;
         uv_timer_stop(&j->grace);
         j->on_drained(j->drained_ctx);
@@ -385,6 +426,7 @@ void partd_jobs_maybe_drained(partd_jobs *j)
 static void on_grace_over(uv_timer_t *t)
 {
     partd_jobs *j = t->data;
+    j->grace_over = 1;
     for (run *r = j->runs; r; r = r->next) {
         r->abandoned = 1;
         atomic_store(&r->cancel.cancelled, 1);
@@ -400,12 +442,15 @@ void partd_jobs_drain(partd_jobs *j, uint64_t grace_ms)
         return;
     partd_jobs_process_messages(j);
     j->draining = 1;
+    partd_jobs_share_drain(j);
     for (run *r = j->runs; r; r = r->next) {
         partd_jobs_unkey(j, r);
-        if (!r->started && uv_cancel((uv_req_t *)&r->work) == 0)
+        /* A shared store's runs hold claims (their jobs show running
+         * everywhere): they get the grace period like started ones. */
+        if (!j->shared && !r->started && uv_cancel((uv_req_t *)&r->work) == 0)
             r->abandoned = 1;
     }
-    if (j->n_runs)
+    if (j->n_runs || j->n_decoding)
         uv_timer_start(&j->grace, on_grace_over, grace_ms, 0);
     partd_jobs_maybe_drained(j);
 }
@@ -425,4 +470,5 @@ void partd_jobs_close(partd_jobs *j)
     uv_close((uv_handle_t *)&j->wakeup, on_closed);
     uv_close((uv_handle_t *)&j->grace, on_closed);
     uv_close((uv_handle_t *)&j->retry, on_closed);
+    partd_jobs_share_close(j);
 }

@@ -33,10 +33,47 @@ static void fail_recovered(partd_jobs *j, const partd_job_row *row, partd_proble
                   p->detail ? p->detail : "");
 }
 
+char *partd_jobs_crash_problem(int attempts, int *status)
+{
+    partd_problem p;
+    partd_problem_init(&p);
+    partd_problem_set(&p, 500, "planner-crashed", "Planner crashed",
+                      "the planner crashed or its replica died %d times while running this "
+                      "job; it is not retried again",
+                      attempts);
+    char *text = partd_problem_to_json(&p, NULL);
+    *status = p.status;
+    partd_problem_free(&p);
+    return text;
+}
+
+/* A job that was running when the process died and has used up its
+ * attempts: failed, never started again (no input makes the daemon
+ * crash-loop). */
+static void fail_exhausted(partd_jobs *j, const partd_job_row *row)
+{
+    partd_job_row failed = *row;
+    failed.status = PARTD_JOB_FAILED;
+    failed.finished_ms = partd_now_ms();
+    failed.summary = NULL;
+    failed.error = partd_jobs_crash_problem(row->attempts, &failed.error_status);
+    const partd_job_row *rows[1] = {&failed};
+    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
+    free(failed.error);
+    atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_FAILED], 1);
+    partd_log_msg("warn", "recover", "job %s was running when the process died %d times; "
+                  "it failed", row->id, row->attempts);
+}
+
 static void recover_one(const partd_job_row *row, const char *body, size_t len, void *ctx)
 {
     recover_ctx *rc = ctx;
     partd_jobs *j = rc->j;
+    /* Before decoding: decoding is part of what may have crashed. */
+    if (row->status == PARTD_JOB_RUNNING && row->attempts >= PARTD_JOBS_MAX_ATTEMPTS) {
+        fail_exhausted(j, row);
+        return;
+    }
     partd_request *req = NULL;
     partd_problem problem;
     partd_problem_init(&problem);
@@ -50,12 +87,8 @@ static void recover_one(const partd_job_row *row, const char *body, size_t len, 
         return;
     }
     partd_problem_free(&problem);
-    if (row->status == PARTD_JOB_RUNNING) {
-        partd_job_row queued = *row;
-        queued.status = PARTD_JOB_QUEUED;
-        const partd_job_row *rows[1] = {&queued};
-        partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
-    }
+    /* A job that was running stays so in the store (the table shows it
+     * queued): its lost attempt stays counted until the next one starts. */
     job *jb = partd_jobs_job_new(row);
     if (!jb) {
         partd_request_free(req);
@@ -70,6 +103,13 @@ static void recover_one(const partd_job_row *row, const char *body, size_t len, 
 
 int partd_jobs_recover(partd_jobs *j)
 {
+    if (partd_store_shared(j->svc->store)) {
+        /* Other replicas may be running the store's unfinished jobs: they
+         * are claimed like any queued job, a dead replica's once its lease
+         * has run out. */
+        partd_jobs_share_start(j);
+        return 0;
+    }
     recover_ctx ctx = {j, 0, PARTD_OK};
     int rc = partd_store_pending(j->svc->store, recover_one, &ctx);
     if (rc != PARTD_OK)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
@@ -153,11 +154,26 @@ static void start_timers(server *s)
     uv_signal_start(&s->sigint, on_signal, SIGINT);
 }
 
+/* --name, else host:pid: how jobs show the replica that runs them. */
+static void name_runner(server *s)
+{
+    if (s->cfg.name) {
+        snprintf(s->svc.runner, sizeof s->svc.runner, "%s", s->cfg.name);
+        return;
+    }
+    char host[64] = "localhost";
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    snprintf(s->svc.runner, sizeof s->svc.runner, "%s:%ld", host, (long)getpid());
+}
+
 static int run(server *s)
 {
     char err[1024];
     int code = 0;
-    s->svc.store = partd_store_open(s->cfg.data_dir, err, sizeof err, &code);
+    name_runner(s);
+    s->svc.store = partd_store_open_url(s->cfg.store, s->cfg.data_dir, err, sizeof err, &code);
     if (!s->svc.store) {
         partd_log_msg("error", "store", "%s", err);
         fprintf(stderr, "partd serve: %s\n", err);

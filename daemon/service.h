@@ -35,6 +35,7 @@ typedef struct partd_service {
     char *token;               /* bearer token, NULL when auth is off */
     size_t token_len;
     atomic_int phase;          /* partd_phase */
+    char runner[PARTD_RUNNER_LEN + 1]; /* this replica's name (--name, else host:pid) */
 } partd_service;
 
 #endif

@@ -21,6 +21,7 @@ struct partd_store {
 /* Every backend this build has, by scheme. */
 static const partd_store_ops *const BACKENDS[] = {
     &partd_store_sqlite_ops,
+    &partd_store_pg_ops,
 };
 
 #define N_BACKENDS (sizeof BACKENDS / sizeof BACKENDS[0])
@@ -137,9 +138,10 @@ int partd_store_get_job_by_idem(partd_store *s, const char *idem_key, partd_job_
     return s->ops->get_job_by_idem(s->state, idem_key, row, digest);
 }
 
-int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms)
+int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms,
+                             const char *runner)
 {
-    return s->ops->mark_running(s->state, id, started_ms);
+    return s->ops->mark_running(s->state, id, started_ms, runner);
 }
 
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
@@ -185,4 +187,42 @@ int partd_store_sweep(partd_store *s, int64_t cutoff_ms, partd_store_key_fn fn, 
                       unsigned *jobs_deleted, unsigned *results_deleted)
 {
     return s->ops->sweep(s->state, cutoff_ms, fn, ctx, jobs_deleted, results_deleted);
+}
+
+int partd_store_shared(const partd_store *s)
+{
+    return s->ops->claim != NULL;
+}
+
+int partd_store_claim(partd_store *s, const char *runner, int64_t lease_ms, unsigned max_jobs,
+                      int max_attempts, partd_store_claimed_fn fn, void *ctx)
+{
+    return s->ops->claim(s->state, runner, lease_ms, max_jobs, max_attempts, fn, ctx);
+}
+
+int partd_store_renew(partd_store *s, const char *runner, int64_t lease_ms,
+                      const partd_store_lease *leases, size_t n, partd_store_key_fn lost,
+                      void *ctx)
+{
+    return s->ops->renew(s->state, runner, lease_ms, leases, n, lost, ctx);
+}
+
+int partd_store_listen_fd(partd_store *s)
+{
+    return s->ops->listen_fd(s->state);
+}
+
+int partd_store_listen_consume(partd_store *s)
+{
+    return s->ops->listen_consume(s->state);
+}
+
+void partd_store_listen_reset(partd_store *s)
+{
+    s->ops->listen_reset(s->state);
+}
+
+int64_t partd_store_count_queued(partd_store *s)
+{
+    return s->ops->count_queued(s->state);
 }

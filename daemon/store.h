@@ -4,7 +4,8 @@
  *
  * A store is opened from a store URL whose scheme picks the backend
  * (store_backend.h: a table of partd_store_ops); this build has `sqlite`
- * (store_sqlite.h: SQLite in WAL mode, DIR/partd.db). Callers only use the
+ * (store_sqlite.h: SQLite in WAL mode, DIR/partd.db) and `postgresql`
+ * (store_pg.h: a server that several replicas share). Callers only use the
  * functions below; they dispatch through the backend's ops, so a backend is
  * added without touching them.
  *
@@ -45,6 +46,7 @@
 /* Exit codes for partd_store_open failures (sysexits.h values). */
 #define PARTD_EXIT_STORE_URL 64        /* EX_USAGE: a store URL this build cannot open */
 #define PARTD_EXIT_STORE_CORRUPT 65    /* EX_DATAERR */
+#define PARTD_EXIT_STORE_UNAVAILABLE 69 /* EX_UNAVAILABLE: the server cannot be reached */
 #define PARTD_EXIT_STORE_UNWRITABLE 73 /* EX_CANTCREAT */
 
 /* The store URL used when none is given. */
@@ -96,9 +98,12 @@ int partd_store_get_job(partd_store *s, const char *id, partd_job_row *row);
 int partd_store_get_job_by_idem(partd_store *s, const char *idem_key, partd_job_row *row,
                                 char digest[72]);
 
-/* Marks the job running since started_ms. PARTD_STORE_MISSING when there is
+/* Marks the job running since started_ms on `runner` (a replica's name) and
+ * counts the attempt (attempts + 1); durable when it returns, so that a run
+ * that takes the process down is counted. PARTD_STORE_MISSING when there is
  * no such job. */
-int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms);
+int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms,
+                             const char *runner);
 
 /* A result to store together with finishing jobs. */
 typedef struct partd_store_result {
@@ -111,7 +116,11 @@ typedef struct partd_store_result {
 /* In one transaction: stores `result` (when not NULL; kept if present) and
  * sets each row's status, finished time, summary/error, dropping its request
  * body. Rows whose status is queued or running are put back in the queue
- * instead (started time cleared), which is how a shutdown leaves them. */
+ * instead (started time cleared; a running one's attempt is not counted,
+ * since it was stopped, not lost), which is how a shutdown leaves them.
+ * On a shared store a row is written only while the job is still the
+ * row's claim (unfinished, same runner and attempts); a job cancelled or
+ * taken over meanwhile is left as it is (not an error). */
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
                             const partd_job_row *const *rows, size_t n_rows);
 
@@ -157,5 +166,52 @@ int partd_store_pending(partd_store *s, partd_store_pending_fn fn, void *ctx);
 typedef void (*partd_store_key_fn)(const char *key, void *ctx);
 int partd_store_sweep(partd_store *s, int64_t cutoff_ms, partd_store_key_fn fn, void *ctx,
                       unsigned *jobs_deleted, unsigned *results_deleted);
+
+/* ---- work shared by replicas ---------------------------------------------
+ * A shared store (postgresql) holds the queue of every replica: each
+ * replica claims jobs, holds a lease on them that it renews while planning,
+ * and finishes them only while it still holds the claim. The SQLite store
+ * is not shared: the functions below are not called on it. */
+
+/* 1 when replicas share the store (the calls below are available). */
+int partd_store_shared(const partd_store *s);
+
+/* Claims up to max_jobs jobs, oldest first, in one transaction that other
+ * replicas skip: queued ones, and running ones whose lease has run out (their
+ * replica died). Each becomes running on `runner` with a lease of lease_ms,
+ * started now, attempts + 1; fn gets it with its request body (valid during
+ * the call). A job whose lease ran out after max_attempts attempts is
+ * claimed without counting another and handed over with exhausted = 1: the
+ * caller fails it (partd_store_finish_jobs) instead of running it. */
+typedef void (*partd_store_claimed_fn)(const partd_job_row *row, const char *body, size_t len,
+                                       int exhausted, void *ctx);
+int partd_store_claim(partd_store *s, const char *runner, int64_t lease_ms, unsigned max_jobs,
+                      int max_attempts, partd_store_claimed_fn fn, void *ctx);
+
+/* A claim to renew: the job and the attempt that claimed it. */
+typedef struct partd_store_lease {
+    const char *id;
+    int attempts;
+} partd_store_lease;
+
+/* Extends the leases that `runner` still holds to now + lease_ms; lost(id)
+ * is called for each job that is no longer this claim (cancelled, finished
+ * or taken over): its run must stop. PARTD_OK or PARTD_EIO (then nothing is
+ * reported lost). */
+int partd_store_renew(partd_store *s, const char *runner, int64_t lease_ms,
+                      const partd_store_lease *leases, size_t n, partd_store_key_fn lost,
+                      void *ctx);
+
+/* The number of queued jobs of every replica, or a negative PARTD_E* code. */
+int64_t partd_store_count_queued(partd_store *s);
+
+/* New work is announced on a socket: the fd to watch for reading (-1 while
+ * the server cannot be reached; ask again later), then after it turned
+ * readable partd_store_listen_consume: 1 new work, 0 nothing, -1 the
+ * connection is lost (stop watching the fd, then partd_store_listen_reset).
+ * Loop thread only. */
+int partd_store_listen_fd(partd_store *s);
+int partd_store_listen_consume(partd_store *s);
+void partd_store_listen_reset(partd_store *s);
 
 #endif

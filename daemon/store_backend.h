@@ -41,7 +41,7 @@ typedef struct partd_store_ops {
     int (*get_job)(void *state, const char *id, partd_job_row *row);
     int (*get_job_by_idem)(void *state, const char *idem_key, partd_job_row *row,
                            char digest[72]);
-    int (*mark_running)(void *state, const char *id, int64_t started_ms);
+    int (*mark_running)(void *state, const char *id, int64_t started_ms, const char *runner);
     /* result and rows as partd_store_finish_jobs; result may be NULL and
      * n_rows 0 (partd_store_put_result). */
     int (*finish_jobs)(void *state, const partd_store_result *result,
@@ -57,9 +57,21 @@ typedef struct partd_store_ops {
     int (*pending)(void *state, partd_store_pending_fn fn, void *ctx);
     int (*sweep)(void *state, int64_t cutoff_ms, partd_store_key_fn fn, void *ctx,
                  unsigned *jobs_deleted, unsigned *results_deleted);
+
+    /* Work sharing (store.h): NULL in a backend that is not shared. */
+    int (*claim)(void *state, const char *runner, int64_t lease_ms, unsigned max_jobs,
+                 int max_attempts, partd_store_claimed_fn fn, void *ctx);
+    int (*renew)(void *state, const char *runner, int64_t lease_ms,
+                 const partd_store_lease *leases, size_t n, partd_store_key_fn lost, void *ctx);
+    int64_t (*count_queued)(void *state);
+    int (*listen_fd)(void *state);
+    int (*listen_consume)(void *state);
+    void (*listen_reset)(void *state);
 } partd_store_ops;
 
 /* SQLite in WAL mode (store_sqlite.c). */
 extern const partd_store_ops partd_store_sqlite_ops;
+/* PostgreSQL through libpq, shared by replicas (store_pg.c). */
+extern const partd_store_ops partd_store_pg_ops;
 
 #endif

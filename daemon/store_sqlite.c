@@ -116,6 +116,8 @@ static int read_row(sqlite3_stmt *st, partd_job_row *row)
     row->summary = column_dup(st, 9);
     row->error = column_dup(st, 10);
     row->error_status = sqlite3_column_int(st, 11);
+    row->attempts = sqlite3_column_int(st, 12);
+    copy_column(st, 13, row->runner, sizeof row->runner);
     if ((sqlite3_column_type(st, 9) != SQLITE_NULL && !row->summary) ||
         (sqlite3_column_type(st, 10) != SQLITE_NULL && !row->error)) {
         partd_job_row_clear(row);
@@ -241,9 +243,25 @@ static int update_by_key(partd_sqlite_store *s, partd_sqlite_stmt_id which, cons
     return rc;
 }
 
-static int mark_running(void *state, const char *id, int64_t started_ms)
+static int mark_running(void *state, const char *id, int64_t started_ms, const char *runner)
 {
-    return update_by_key(state, PARTD_ST_MARK_RUNNING, id, started_ms, "marking a job running");
+    partd_sqlite_store *s = state;
+    partd_sqlite_conn *c = partd_sqlite_writer(s);
+    binder b = {partd_sqlite_stmt(c, PARTD_ST_MARK_RUNNING), SQLITE_OK};
+    int rc = PARTD_EIO, changed = 0;
+    if (b.st) {
+        bind_text(&b, 1, id);
+        bind_int64(&b, 2, started_ms);
+        bind_text(&b, 3, runner && *runner ? runner : NULL);
+        rc = bound(&b, "marking a job running");
+    }
+    if (rc == PARTD_OK &&
+        (rc = run_write(s, c, b.st, "marking a job running", &changed)) == PARTD_OK)
+        atomic_store(&s->healthy, 1);
+    if (rc == PARTD_OK && changed == 0)
+        rc = PARTD_STORE_MISSING;
+    partd_sqlite_release(c);
+    return rc;
 }
 
 /* ---- finishing ------------------------------------------------------------ */

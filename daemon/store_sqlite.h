@@ -28,9 +28,9 @@
 
 #define PARTD_SQLITE_READERS 8
 
-/* Statements that read a job select its 12 columns first (store_sqlite.c's
+/* Statements that read a job select its 14 columns first (store_sqlite.c's
  * read_row order); the digest or request body, when read, comes next. */
-#define PARTD_SQLITE_JOB_COLUMNS 12
+#define PARTD_SQLITE_JOB_COLUMNS 14
 
 /* The statements of the operations; each connection prepares one on first
  * use and keeps it. */

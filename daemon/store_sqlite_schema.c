@@ -22,7 +22,7 @@
 #include "partd.h"
 
 #define APPLICATION_ID 0x70617274 /* "part" */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define CHECKPOINT_PERIOD_MS 1000
 
 static const char SCHEMA[] =
@@ -41,7 +41,9 @@ static const char SCHEMA[] =
     " error_status INTEGER,"
     " idempotency_key TEXT UNIQUE,"
     " request_digest TEXT,"
-    " request BLOB);"
+    " request BLOB,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " runner TEXT);"
     "CREATE INDEX IF NOT EXISTS jobs_status_seq ON jobs (status, seq);"
     "CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished_ms);"
     "CREATE TABLE IF NOT EXISTS results ("
@@ -61,12 +63,18 @@ static const char MIGRATE_FROM_1[] =
     "ALTER TABLE results ADD COLUMN body_zstd BLOB;"
     "ALTER TABLE results ADD COLUMN body_gzip BLOB;";
 
+/* Schema 2 to 3: attempts and runner of jobs (a job that takes its runs
+ * down is retried at most twice). Jobs before have made no counted run. */
+static const char MIGRATE_FROM_2[] =
+    "ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN runner TEXT;";
+
 /* ---- statements ---------------------------------------------------------- */
 
 /* PARTD_SQLITE_JOB_COLUMNS, in read_row's order (store_sqlite.c). */
 #define JOB_COLUMNS \
     "id, seq, status, created_ms, started_ms, finished_ms, graph_hash, cache_key, " \
-    "cached, summary, error, error_status"
+    "cached, summary, error, error_status, attempts, runner"
 
 static const char *const SQL[PARTD_ST_COUNT] = {
     [PARTD_ST_INSERT_JOB] =
@@ -76,12 +84,15 @@ static const char *const SQL[PARTD_ST_COUNT] = {
     [PARTD_ST_GET_JOB] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?1",
     [PARTD_ST_GET_JOB_BY_IDEM] =
         "SELECT " JOB_COLUMNS ", request_digest FROM jobs WHERE idempotency_key = ?1",
-    [PARTD_ST_MARK_RUNNING] = "UPDATE jobs SET status = 'running', started_ms = ?2 WHERE id = ?1",
+    [PARTD_ST_MARK_RUNNING] = "UPDATE jobs SET status = 'running', started_ms = ?2, "
+                              "attempts = attempts + 1, runner = ?3 WHERE id = ?1",
     [PARTD_ST_FINISH_JOB] =
         "UPDATE jobs SET status = ?2, finished_ms = ?3, summary = ?4, error = ?5, "
         "error_status = ?6, request = NULL WHERE id = ?1",
     [PARTD_ST_REQUEUE_JOB] =
-        "UPDATE jobs SET status = 'queued', started_ms = NULL WHERE id = ?1",
+        "UPDATE jobs SET status = 'queued', started_ms = NULL, attempts = CASE "
+        "WHEN status = 'running' AND attempts > 0 THEN attempts - 1 ELSE attempts END "
+        "WHERE id = ?1",
     /* One statement: no other write can finish the job in between. */
     [PARTD_ST_CANCEL_JOB] =
         "UPDATE jobs SET status = 'cancelled', finished_ms = ?2, summary = NULL, "
@@ -279,6 +290,8 @@ static int init_schema(partd_sqlite_conn *c, char *err, size_t cap, int *exit_co
         rc = pragma_int(c, "PRAGMA user_version", &version);
     if (rc == SQLITE_OK && version == 1)
         rc = sqlite3_exec(c->db, MIGRATE_FROM_1, NULL, NULL, &msg);
+    if (rc == SQLITE_OK && version >= 1 && version <= 2)
+        rc = sqlite3_exec(c->db, MIGRATE_FROM_2, NULL, NULL, &msg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(c->db, SCHEMA, NULL, NULL, &msg);
     if (rc == SQLITE_OK)

@@ -200,7 +200,7 @@ enum MHD_Result partd_http_delete_job(struct MHD_Connection *c, partd_req *rq, p
         return partd_http_send_job(c, rq, 200, &row);
     if (err == PARTD_STORE_CONFLICT)
         err = partd_jobs_lookup(svc->jobs, rq->id, &row);
-    else if (err == PARTD_STORE_MISSING)
+    if (err == PARTD_STORE_MISSING) /* not in the table: the store has it */
         err = partd_store_get_job(svc->store, rq->id, &row);
     if (err == PARTD_STORE_MISSING)
         return partd_http_send_not_found(c, rq);

@@ -483,7 +483,7 @@ static void test_recovery_requeues_running_and_fails_undecodable(void **state)
     env_open(e);
     partd_job_row running, broken;
     store_job(e, REQ, &running);
-    assert_int_equal(partd_store_mark_running(e->svc.store, running.id, partd_now_ms()), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(e->svc.store, running.id, partd_now_ms(), "r1"), PARTD_OK);
     memset(&broken, 0, sizeof broken);
     assert_int_equal(partd_id_new(broken.id), PARTD_OK);
     broken.created_ms = partd_now_ms();
@@ -508,6 +508,40 @@ static void test_recovery_requeues_running_and_fails_undecodable(void **state)
     env_close(e);
 }
 
+/* A job that was running when the process died is retried while it has
+ * attempts left (each counted in the store), then fails with a problem
+ * saying the planner crashed; it is never started again. */
+static void test_recovery_fails_a_job_that_crashed_three_times(void **state)
+{
+    env *e = *state;
+    env_open(e);
+    partd_job_row retried, exhausted;
+    store_job(e, REQ, &retried);
+    store_job(e, REQ, &exhausted);
+    for (int i = 0; i < PARTD_JOBS_MAX_ATTEMPTS - 1; i++)
+        assert_int_equal(partd_store_mark_running(e->svc.store, retried.id, 1, "r1"), PARTD_OK);
+    for (int i = 0; i < PARTD_JOBS_MAX_ATTEMPTS; i++)
+        assert_int_equal(partd_store_mark_running(e->svc.store, exhausted.id, 1, "r1"),
+                         PARTD_OK);
+
+    assert_int_equal(partd_jobs_recover(e->svc.jobs), 1);
+    partd_job_row got;
+    assert_int_equal(partd_store_get_job(e->svc.store, exhausted.id, &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_FAILED);
+    assert_int_equal(got.attempts, PARTD_JOBS_MAX_ATTEMPTS);
+    assert_int_equal(got.error_status, 500);
+    assert_non_null(strstr(got.error, "planner-crashed"));
+    assert_non_null(strstr(got.error, "3 times"));
+    partd_job_row_clear(&got);
+
+    run_until_finished(e, retried.id);
+    assert_int_equal(partd_store_get_job(e->svc.store, retried.id, &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
+    assert_int_equal(got.attempts, PARTD_JOBS_MAX_ATTEMPTS);
+    partd_job_row_clear(&got);
+    env_close(e);
+}
+
 int main(void)
 {
     /* libuv sizes its pool when the first work request is queued. */
@@ -521,6 +555,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_a_queued_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserve_honours_queue_max, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_leaves_jobs_queued_and_recovery_runs_them,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recovery_fails_a_job_that_crashed_three_times,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_recovery_requeues_running_and_fails_undecodable,
                                         setup, teardown),

@@ -1,24 +1,33 @@
-/* test_store.c - the store interface (store.h) on the default backend: rows
- * round-trip, idempotency keys, missing rows, finishing with and without a
- * result, cancelling, listing order, pagination and filter, pending jobs, the
- * retention sweep, and store URLs. What is particular to the SQLite backend
- * (its file, schema versions, size cap, binds) is in test_store_sqlite.c. */
+/* test_store.c - the store interface (store.h) on both backends, the same
+ * assertions on each: rows round-trip, idempotency keys, missing rows,
+ * attempts and runner, finishing with and without a result, cancelling,
+ * listing order, pagination and filter, pending jobs, the retention sweep;
+ * and store URLs. The group runs on SQLite, then on a throw-away PostgreSQL
+ * server (pg_server.h; skipped, saying why, when its binaries are missing),
+ * a fresh database per test. What is particular to a backend is in
+ * test_store_sqlite.c and test_store_pg.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "pg_server.h"
 #include "testutil.h"
 
 #include "partd.h"
 #include "store.h"
 
 static char dir[256];
+static partd_pg_server pg;
+static int on_pg;        /* the group runs on PostgreSQL */
+static char url[256];    /* this test's database when on_pg */
 
 static int setup(void **state)
 {
     (void)state;
     snprintf(dir, sizeof dir, "/tmp/partd-store-XXXXXX");
+    if (on_pg && partd_pg_server_fresh_db(&pg, url, sizeof url) != 0)
+        return -1;
     return mkdtemp(dir) ? 0 : -1;
 }
 
@@ -34,10 +43,19 @@ static partd_store *open_ok(void)
 {
     char err[512];
     int code = 0;
-    partd_store *s = partd_store_open(dir, err, sizeof err, &code);
+    partd_store *s = on_pg ? partd_store_open_url(url, dir, err, sizeof err, &code)
+                           : partd_store_open(dir, err, sizeof err, &code);
     if (!s)
         fail_msg("open failed: %s", err);
     return s;
+}
+
+/* What the job table holds once it marked a job running (a shared store
+ * writes a job's final state only while it is still that claim). */
+static void claimed_by(partd_job_row *r, const char *runner, int attempts)
+{
+    snprintf(r->runner, sizeof r->runner, "%s", runner);
+    r->attempts = attempts;
 }
 
 static partd_job_row row_of(const char *id, int64_t created)
@@ -92,7 +110,8 @@ static void test_finish_with_result_and_reopen(void **state)
     snprintf(b.cache_key, sizeof b.cache_key, "%s", a.cache_key); /* a shared run */
     assert_int_equal(partd_store_insert_job(s, &a, NULL, NULL, "{\"a\":1}", 7), PARTD_OK);
     assert_int_equal(partd_store_insert_job(s, &b, NULL, NULL, "{\"b\":1}", 7), PARTD_OK);
-    assert_int_equal(partd_store_mark_running(s, ID[0], 1500), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 1500, "r1"), PARTD_OK);
+    claimed_by(&a, "r1", 1);
     a.status = b.status = PARTD_JOB_SUCCEEDED;
     a.finished_ms = b.finished_ms = 2000;
     a.summary = b.summary = "{\"partitions\":2}";
@@ -109,6 +128,12 @@ static void test_finish_with_result_and_reopen(void **state)
     assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
     assert_int_equal(got.finished_ms, 2000);
     assert_string_equal(got.summary, "{\"partitions\":2}");
+    assert_int_equal(got.attempts, 0); /* joined a run: no attempt of its own */
+    partd_job_row_clear(&got);
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
+    assert_int_equal(got.attempts, 1);
+    assert_string_equal(got.runner, "r1");
     partd_job_row_clear(&got);
     partd_blob forms[PARTD_CODINGS];
     char *summary = NULL, etag[72];
@@ -164,7 +189,7 @@ static void test_list_pending_and_sweep(void **state)
     done.finished_ms = 100;
     const partd_job_row *rows[] = {&done};
     assert_int_equal(partd_store_finish_jobs(s, NULL, rows, 1), PARTD_OK);
-    assert_int_equal(partd_store_mark_running(s, ID[2], 3000), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[2], 3000, "r1"), PARTD_OK);
 
     collected c = {0};
     assert_int_equal(partd_store_list(s, -1, 0, 3, collect, &c), PARTD_OK);
@@ -208,7 +233,7 @@ static void test_missing_rows(void **state)
     char *summary = NULL, etag[72];
     assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_STORE_MISSING);
     assert_int_equal(partd_store_get_job_by_idem(s, "none", &got, digest), PARTD_STORE_MISSING);
-    assert_int_equal(partd_store_mark_running(s, ID[0], 10), PARTD_STORE_MISSING);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 10, "r1"), PARTD_STORE_MISSING);
     assert_int_equal(partd_store_cancel_job(s, ID[0], 10, &got), PARTD_STORE_MISSING);
     assert_int_equal(partd_store_get_result(s, "sha256:none", forms, etag, &summary),
                      PARTD_STORE_MISSING);
@@ -226,8 +251,10 @@ static void test_finish_without_result(void **state)
     partd_job_row a = row_of(ID[0], 1000), b = row_of(ID[1], 1001);
     assert_int_equal(partd_store_insert_job(s, &a, NULL, NULL, "{}", 2), PARTD_OK);
     assert_int_equal(partd_store_insert_job(s, &b, NULL, NULL, "{}", 2), PARTD_OK);
-    assert_int_equal(partd_store_mark_running(s, ID[0], 1100), PARTD_OK);
-    assert_int_equal(partd_store_mark_running(s, ID[1], 1100), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 1100, "r1"), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[1], 1100, "r1"), PARTD_OK);
+    claimed_by(&a, "r1", 1);
+    claimed_by(&b, "r1", 1);
     a.status = PARTD_JOB_FAILED;
     a.finished_ms = 1200;
     a.error = "{\"status\":422}";
@@ -249,6 +276,7 @@ static void test_finish_without_result(void **state)
     assert_int_equal(got.status, PARTD_JOB_QUEUED);
     assert_int_equal(got.started_ms, 0); /* cleared for the next start */
     assert_int_equal(got.finished_ms, 0);
+    assert_int_equal(got.attempts, 0); /* stopped, not lost: not counted */
     partd_job_row_clear(&got);
     partd_blob forms[PARTD_CODINGS];
     char *summary = NULL, etag[72];
@@ -287,7 +315,7 @@ static void test_cancel(void **state)
         partd_job_row r = row_of(ID[i], 1000 + i);
         assert_int_equal(partd_store_insert_job(s, &r, NULL, NULL, "body", 4), PARTD_OK);
     }
-    assert_int_equal(partd_store_mark_running(s, ID[1], 1500), PARTD_OK);
+    assert_int_equal(partd_store_mark_running(s, ID[1], 1500, "r1"), PARTD_OK);
     partd_job_row done = row_of(ID[2], 1002);
     done.status = PARTD_JOB_SUCCEEDED;
     done.finished_ms = 1600;
@@ -452,7 +480,8 @@ static void expect_url_refused(const char *url, const char *needle, const char *
 static void test_store_urls(void **state)
 {
     (void)state;
-    expect_url_refused("postgresql://partd:hunter2@127.0.0.1/partd", "\"postgresql\"", "hunter2");
+    expect_url_refused("mysql://partd:hunter2@127.0.0.1/partd", "\"mysql\"", "hunter2");
+    expect_url_refused("mysql", "postgresql", NULL);
     expect_url_refused("mysql", "unknown store scheme \"mysql\"", NULL);
     expect_url_refused("mysql", "sqlite", NULL); /* names what this build supports */
     expect_url_refused(":nothing", "no scheme", NULL);
@@ -476,6 +505,9 @@ static void test_store_urls(void **state)
 
 int main(void)
 {
+    const struct CMUnitTest urls[] = {
+        cmocka_unit_test_setup_teardown(test_store_urls, setup, teardown),
+    };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_insert_get_and_idempotency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finish_with_result_and_reopen, setup, teardown),
@@ -486,7 +518,18 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages_and_filter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_results, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_urls, setup, teardown),
     };
-    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("store urls", urls, NULL, NULL);
+    failed += cmocka_run_group_tests_name("store on sqlite", tests, NULL, NULL);
+    char why[512];
+    int rc = partd_pg_server_start(&pg, why, sizeof why);
+    if (rc != 0) {
+        partd_pg_server_stop(&pg);
+        printf("[  SKIPPED ] store on postgresql: %s\n", why);
+        return failed + (rc < 0);
+    }
+    on_pg = 1;
+    failed += cmocka_run_group_tests_name("store on postgresql", tests, NULL, NULL);
+    partd_pg_server_stop(&pg);
+    return failed;
 }

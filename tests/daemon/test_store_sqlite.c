@@ -154,7 +154,45 @@ static void test_schema_1_store_is_migrated(void **state)
     free(summary);
     partd_store_close(s);
 
-    assert_int_equal(sql_int("PRAGMA user_version"), 2);
+    assert_int_equal(sql_int("PRAGMA user_version"), 3);
+}
+
+/* A store written by schema 2 (no attempts, no runner) is migrated in place:
+ * its jobs show no attempt yet, and the next run is counted. */
+static void test_schema_2_store_is_migrated(void **state)
+{
+    (void)state;
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    const char *v2 =
+        "CREATE TABLE jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+        " status TEXT NOT NULL, created_ms INTEGER NOT NULL, started_ms INTEGER,"
+        " finished_ms INTEGER, graph_hash TEXT NOT NULL, cache_key TEXT NOT NULL,"
+        " cached INTEGER NOT NULL DEFAULT 0, summary TEXT, error TEXT, error_status INTEGER,"
+        " idempotency_key TEXT UNIQUE, request_digest TEXT, request BLOB);"
+        "CREATE TABLE results (cache_key TEXT PRIMARY KEY, etag TEXT NOT NULL,"
+        " summary TEXT NOT NULL, body BLOB NOT NULL, created_ms INTEGER NOT NULL,"
+        " used_ms INTEGER NOT NULL, body_zstd BLOB, body_gzip BLOB);"
+        "INSERT INTO jobs (id, status, created_ms, started_ms, graph_hash, cache_key, request)"
+        " VALUES ('00000000000000000000000000000001', 'running', 1, 2, 'g', 'k', '{}');"
+        "PRAGMA application_id = 1885434484; PRAGMA user_version = 2;";
+    assert_int_equal(sqlite3_exec(db, v2, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    partd_store *s = open_ok();
+    partd_job_row got;
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_RUNNING);
+    assert_int_equal(got.attempts, 0);
+    assert_string_equal(got.runner, "");
+    partd_job_row_clear(&got);
+    assert_int_equal(partd_store_mark_running(s, ID[0], 5, "host:1"), PARTD_OK);
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_OK);
+    assert_int_equal(got.attempts, 1);
+    assert_string_equal(got.runner, "host:1");
+    partd_job_row_clear(&got);
+    partd_store_close(s);
+    assert_int_equal(sql_int("PRAGMA user_version"), 3);
 }
 
 /* Another program's database: refused, and not written to. */
@@ -178,14 +216,14 @@ static void test_newer_schema_is_refused(void **state)
 {
     (void)state;
     partd_store_close(open_ok());
-    sql_exec("PRAGMA user_version = 3;");
+    sql_exec("PRAGMA user_version = 4;");
     char err[512] = "";
     int code = 0;
     assert_null(partd_store_open(dir, err, sizeof err, &code));
     assert_int_equal(code, PARTD_EXIT_STORE_CORRUPT);
-    if (!strstr(err, "schema 2 or older") || !strstr(err, "user_version 3"))
+    if (!strstr(err, "schema 3 or older") || !strstr(err, "user_version 4"))
         fail_msg("unexpected reason: %s", err);
-    assert_int_equal(sql_int("PRAGMA user_version"), 3);
+    assert_int_equal(sql_int("PRAGMA user_version"), 4);
 }
 
 /* Past the size cap writes fail as on a full disk: the store turns
@@ -234,6 +272,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_schema_1_store_is_migrated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schema_2_store_is_migrated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_and_foreign_files_are_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_foreign_database_is_refused, setup, teardown),

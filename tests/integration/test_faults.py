@@ -25,6 +25,7 @@ import subprocess
 import pytest
 
 from hardening_support import PARTD_BIN, chain_request, wait_until  # noqa: F401
+from partd_daemon import sqlite_only
 
 STORE_PROBLEM = "store-unavailable"
 
@@ -158,6 +159,7 @@ def readyz_reason(d):
     return r.status == 503 and r.json()["detail"]
 
 
+@sqlite_only
 def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, make_daemon,
                                                                     tmp_path):
     data = tmpfs / "data"
@@ -210,6 +212,7 @@ def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, make_
             assert job["error"]["type"].endswith(STORE_PROBLEM)
 
 
+@sqlite_only
 def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, make_daemon, tmp_path):
     data = ext4.path / "data"
     d = make_daemon("--workers", "1", data_dir=data)
@@ -244,6 +247,7 @@ def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, make_daemon, t
     assert result.body == plan_offline(doc, tmp_path)
 
 
+@sqlite_only
 def test_kill9_while_a_result_is_written_leaves_a_consistent_store(make_daemon, tmp_path):
     data = tmp_path / "data"
     d = make_daemon("--workers", "1", data_dir=data)

@@ -3,12 +3,17 @@ import json
 import os
 import threading
 
+import pytest
+
 from conftest import chain_request, plan_offline
+from partd_daemon import ON_POSTGRESQL
 
 def wait_running(daemon, job_id):
     return daemon.wait_job(job_id, statuses=("running", "succeeded", "failed", "cancelled"))
 
 
+@pytest.mark.skipif(ON_POSTGRESQL, reason="the local queue's gauges: on a shared store the "
+                    "queue is every replica's (test_replicas.py)")
 def test_cancel_queued_and_running_and_queue_full(make_daemon, slow_body):
     d = make_daemon("--workers", "1", "--queue-max", "1")
     big = d.post_job(slow_body)
@@ -68,6 +73,8 @@ def test_job_timeout_fails_the_job_with_a_problem(make_daemon, slow_body):
     assert res.status == job["error"]["status"]
 
 
+@pytest.mark.skipif(ON_POSTGRESQL, reason="on a shared store each job is claimed on its own; "
+                    "identical jobs share the stored result, not one run")
 def test_identical_concurrent_submissions_share_one_run(make_daemon, slow_body, tmp_path):
     d = make_daemon("--workers", "1")
     blocker = d.post_job(slow_body).json()

@@ -320,7 +320,7 @@ def test_result_of_a_real_plan_validates(validator, partd_plan_bin):
 def test_schemas_reject_what_the_contract_forbids(validator):
     job = {"id": "0" * 32, "status": "done", "created_at": "2026-01-01T00:00:00Z",
            "started_at": None, "finished_at": None, "graph_hash": "sha256:" + "0" * 64,
-           "cache_key": "sha256:" + "1" * 64, "cached": False,
+           "cache_key": "sha256:" + "1" * 64, "cached": False, "attempts": 0, "runner": None,
            "links": {"self": "/v1/jobs/" + "0" * 32, "result": "/v1/jobs/" + "0" * 32 + "/result"}}
     assert _errors(validator, "job", job)  # unknown status
     job["status"] = "queued"

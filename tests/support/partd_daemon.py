@@ -12,6 +12,12 @@ imports it): make_daemon(*args, env=None, data_dir=None, start=True,
 ready=True) -> Daemon, killed at the end of the test if still running.
 `DaemonFactory` is the same for wider fixture scopes.
 
+With PARTD_TEST_STORE=postgresql every daemon that is not given --store
+gets one: a fresh database of a throw-away PostgreSQL server (partd_pg.py)
+per data directory, so that a restart on the same directory finds its
+jobs again. `ON_POSTGRESQL` says so; tests of what only the SQLite store
+has (its file, the data directory's disk) skip then.
+
 Waiting is by polling with a bounded deadline (`wait_until`), never by
 sleeping a fixed time.
 """
@@ -28,9 +34,31 @@ import time
 
 import pytest
 
+import partd_pg
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PARTD_BIN = os.environ.get("PARTD_BIN", str(ROOT / "build" / "partd"))
 START_TIMEOUT_S = 30
+
+ON_POSTGRESQL = os.environ.get("PARTD_TEST_STORE", "sqlite") == "postgresql"
+_STORE_URLS = {}  # data directory -> its database under PARTD_TEST_STORE=postgresql
+
+sqlite_only = pytest.mark.skipif(
+    ON_POSTGRESQL, reason="about the SQLite store's file or data directory "
+    "(PARTD_TEST_STORE=postgresql)")
+
+
+def _store_args(data_dir, args):
+    """--store for the suite's store choice (nothing when args name one)."""
+    if not ON_POSTGRESQL or any(str(a).startswith("--store") for a in args):
+        return []
+    key = os.path.abspath(str(data_dir))
+    if key not in _STORE_URLS:
+        _STORE_URLS[key] = partd_pg.shared_server().fresh_db()
+    # A short lease: a job of a killed daemon is taken over in seconds.
+    lease = [] if any(str(a).startswith("--lease-ms") for a in args) else ["--lease-ms", "3000"]
+    return ["--store", _STORE_URLS[key]] + lease
+
 
 _LISTENING = re.compile(
     r"\blistening address=(\S+)|\"event\":\"listening\",\"address\":\"([^\"]+)\"")
@@ -72,7 +100,7 @@ class Daemon:
 
     def __init__(self, data_dir, args=(), env=None, notify=False):
         self.data_dir = str(data_dir)
-        self.args = list(args)
+        self.args = list(args) + _store_args(data_dir, args)
         self.env = dict(os.environ, **(env or {}))
         self.notify_path = None
         self._notify = None

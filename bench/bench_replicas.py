@@ -1,0 +1,106 @@
+"""Replicas on one PostgreSQL store: throughput and failover.
+
+Starts a throw-away PostgreSQL server (tests/support/partd_pg.py) and
+`partd serve` replicas on it (PARTD_BIN, default build/partd), each with one
+planner thread (--workers 1), and measures:
+  1. throughput of small jobs (distinct requests, no cache hits) with one
+     replica and with two, clients posting to the replicas in turn; the time
+     is the store's, from the first job created to the last finished;
+     target: two replicas >= 1.6x one;
+  2. failover: a replica is killed (SIGKILL) while it plans; the time until
+     the other has started the job again; target: <= lease + 2 s.
+Settings: BENCH_JOBS (default 200). Prints one line per figure; exits
+non-zero only when it cannot measure.
+"""
+import concurrent.futures
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+
+import partd_pg  # noqa: E402
+from conftest import pipeline_request  # noqa: E402
+from partd_daemon import DaemonFactory, wait_until  # noqa: E402
+
+N_JOBS = int(os.environ.get("BENCH_JOBS", "200"))
+LEASE_MS = 2000
+
+
+def small_job(i, run):
+    return json.dumps(pipeline_request(5000, 200, seed=run * 100000 + i)).encode()
+
+
+def throughput(srv, base, n_replicas, run):
+    url = srv.fresh_db()
+    factory = DaemonFactory(pathlib.Path(base) / f"tp{n_replicas}")
+    try:
+        reps = [factory.make("--store", url, "--workers", "1", "--name", f"r{k}",
+                             "--log-format", "json") for k in range(n_replicas)]
+        bodies = [small_job(i, run) for i in range(N_JOBS)]
+
+        def post(i):
+            r = reps[i % n_replicas].post_job(bodies[i])
+            assert r.status == 202, r
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(post, range(N_JOBS)))
+        db = url.rsplit("/", 1)[1]
+        wait_until("every job finished", lambda: srv.psql(
+            "SELECT count(*) FROM jobs WHERE status = 'succeeded'", db=db) == str(N_JOBS),
+            timeout=600, interval=0.1)
+        span_ms = int(srv.psql("SELECT max(finished_ms) - min(created_ms) FROM jobs", db=db))
+        return N_JOBS / (span_ms / 1000.0)
+    finally:
+        factory.close()
+
+
+def failover(srv, base):
+    url = srv.fresh_db()
+    factory = DaemonFactory(pathlib.Path(base) / "failover")
+    try:
+        a = factory.make("--store", url, "--workers", "1", "--name", "A",
+                         "--lease-ms", str(LEASE_MS))
+        job_id = a.post_job(pipeline_request(100_000, 5000, seed=90)).json()["id"]
+        wait_until("job running on A", lambda: a.job(job_id)["status"] == "running")
+        b = factory.make("--store", url, "--workers", "1", "--name", "B",
+                         "--lease-ms", str(LEASE_MS))
+        db = url.rsplit("/", 1)[1]
+        a.kill9()
+        killed_ms = int(srv.psql("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint",
+                                 db=db))
+        wait_until("B runs the job", lambda: b.job(job_id)["runner"] == "B", timeout=60,
+                   interval=0.02)
+        started_ms = int(srv.psql(f"SELECT started_ms FROM jobs WHERE id = '{job_id}'", db=db))
+        return started_ms - killed_ms
+    finally:
+        factory.close()
+
+
+def main():
+    why = partd_pg.missing_reason()
+    if why:
+        print(f"bench_replicas: skipped: {why}")
+        return 0
+    srv = partd_pg.PgServer().start()
+    base = tempfile.mkdtemp(prefix="partd-bench-replicas-")
+    try:
+        one = throughput(srv, base, 1, 1)
+        two = throughput(srv, base, 2, 2)
+        print(f"replicas: {N_JOBS} small jobs, --workers 1 each: one replica {one:.1f} jobs/s, "
+              f"two {two:.1f} jobs/s, ratio {two / one:.2f} (target >= 1.6)")
+        ms = failover(srv, base)
+        print(f"replicas: failover of a killed replica's running job: {ms} ms "
+              f"(lease {LEASE_MS} ms; target <= {LEASE_MS + 2000} ms)")
+    finally:
+        srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

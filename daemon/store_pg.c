@@ -1,0 +1,518 @@
+/*
+ * store_pg.c - the PostgreSQL backend's operations on jobs and results, and
+ * its partd_store_ops table. See store_pg.h and store.h.
+ *
+ * Each operation takes one pooled connection for its duration; multi-row
+ * results are read in full and the connection released before callbacks
+ * run, so a callback may call the store again. New and released jobs are
+ * announced on PARTD_PG_CHANNEL (delivered when their transaction commits).
+ */
+#include "store_pg.h"
+
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "partd.h"
+#include "store_backend.h"
+
+/* Type oids of the binary results read below (pg_type.h). */
+#define OID_BOOL 16
+#define OID_INT8 20
+#define OID_INT4 23
+
+/* ---- reading binary results ------------------------------------------------ */
+
+int64_t partd_pg_int(const PGresult *res, int i, int col)
+{
+    if (PQgetisnull(res, i, col))
+        return 0;
+    const char *v = PQgetvalue(res, i, col);
+    uint64_t u8;
+    uint32_t u4;
+    switch (PQftype(res, col)) {
+    case OID_INT8:
+        memcpy(&u8, v, 8);
+        return (int64_t)be64toh(u8);
+    case OID_INT4:
+        memcpy(&u4, v, 4);
+        return (int32_t)be32toh(u4);
+    case OID_BOOL:
+        return v[0] != 0;
+    default:
+        return 0;
+    }
+}
+
+char *partd_pg_text_dup(const PGresult *res, int i, int col)
+{
+    if (PQgetisnull(res, i, col))
+        return NULL;
+    return strndup(PQgetvalue(res, i, col), (size_t)PQgetlength(res, i, col));
+}
+
+static void text_copy(const PGresult *res, int i, int col, char *out, size_t cap)
+{
+    size_t n = PQgetisnull(res, i, col) ? 0 : (size_t)PQgetlength(res, i, col);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, PQgetvalue(res, i, col), n);
+    out[n] = '\0';
+}
+
+int partd_pg_read_job(const PGresult *res, int i, partd_job_row *row)
+{
+    memset(row, 0, sizeof *row);
+    text_copy(res, i, 0, row->id, sizeof row->id);
+    row->seq = partd_pg_int(res, i, 1);
+    char status[16];
+    text_copy(res, i, 2, status, sizeof status);
+    int st = partd_job_status_parse(status);
+    row->status = st < 0 ? PARTD_JOB_FAILED : (partd_job_status)st;
+    row->created_ms = partd_pg_int(res, i, 3);
+    row->started_ms = partd_pg_int(res, i, 4);
+    row->finished_ms = partd_pg_int(res, i, 5);
+    text_copy(res, i, 6, row->graph_hash, sizeof row->graph_hash);
+    text_copy(res, i, 7, row->cache_key, sizeof row->cache_key);
+    row->cached = (int)partd_pg_int(res, i, 8);
+    row->summary = partd_pg_text_dup(res, i, 9);
+    row->error = partd_pg_text_dup(res, i, 10);
+    row->error_status = (int)partd_pg_int(res, i, 11);
+    row->attempts = (int)partd_pg_int(res, i, 12);
+    text_copy(res, i, 13, row->runner, sizeof row->runner);
+    if ((!PQgetisnull(res, i, 9) && !row->summary) || (!PQgetisnull(res, i, 10) && !row->error)) {
+        partd_job_row_clear(row);
+        return PARTD_ENOMEM;
+    }
+    return PARTD_OK;
+}
+
+/* ---- one statement ------------------------------------------------------------ */
+
+/* run1's flags. */
+#define CONFLICT_OK 1 /* a unique key taken is PARTD_STORE_CONFLICT */
+#define READ_ONLY 2   /* safe to run again on a fresh connection */
+
+/* Runs sql on a pooled connection: the result (caller clears) or NULL with
+ * *rc set (PARTD_EIO, or PARTD_STORE_CONFLICT). A read whose connection
+ * turns out lost (the server restarted since it was last used) is tried
+ * again on another (each pooled one may be stale; a lost one is dropped,
+ * so at most one try per connection). The connection is released before
+ * returning. */
+static PGresult *run1(partd_pg_store *s, const char *sql, const partd_pg_params *p,
+                      const char *what, int flags, int *rc)
+{
+    *rc = PARTD_EIO;
+    for (int tries = 0; tries <= PARTD_PG_CONNS; tries++) {
+        partd_pg_conn *c = partd_pg_acquire(s);
+        if (!c)
+            return NULL;
+        char state[6];
+        PGresult *r = partd_pg_exec(s, c, sql, p, what, state);
+        int lost = c->pg == NULL;
+        partd_pg_release(s, c);
+        if (r) {
+            *rc = PARTD_OK;
+            return r;
+        }
+        if ((flags & CONFLICT_OK) && strcmp(state, "23505") == 0) {
+            *rc = PARTD_STORE_CONFLICT;
+            return NULL;
+        }
+        if (!lost || !(flags & READ_ONLY))
+            return NULL;
+    }
+    return NULL;
+}
+
+/* ---- jobs ---------------------------------------------------------------------- */
+
+static int insert_job(void *state, const partd_job_row *row, const char *idem_key,
+                      const char *digest, const void *body, size_t body_len)
+{
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, row->id);
+    partd_pg_param_text(&p, partd_job_status_name(row->status));
+    partd_pg_param_i64(&p, row->created_ms);
+    partd_pg_param_ms(&p, row->started_ms);
+    partd_pg_param_ms(&p, row->finished_ms);
+    partd_pg_param_text(&p, row->graph_hash);
+    partd_pg_param_text(&p, row->cache_key);
+    partd_pg_param_i64(&p, row->cached);
+    partd_pg_param_text(&p, row->summary);
+    partd_pg_param_text(&p, row->error);
+    partd_pg_param_i64(&p, row->error_status);
+    partd_pg_param_text(&p, idem_key);
+    partd_pg_param_text(&p, digest);
+    /* Only an unfinished job needs its request again (on any replica). */
+    partd_pg_param_bytes(&p, partd_job_finished(row->status) ? NULL : body, body_len);
+    int rc;
+    PGresult *r = run1(state,
+                       "WITH ins AS (INSERT INTO jobs (id, status, created_ms, started_ms, "
+                       "finished_ms, graph_hash, cache_key, cached, summary, error, error_status, "
+                       "idempotency_key, request_digest, request) VALUES ($1, $2, $3, $4, $5, $6, "
+                       "$7, $8, $9, $10, $11, $12, $13, $14) RETURNING status) "
+                       "SELECT pg_notify('" PARTD_PG_CHANNEL "', '') FROM ins "
+                       "WHERE status = 'queued'",
+                       &p, "inserting a job", idem_key ? CONFLICT_OK : 0, &rc);
+    PQclear(r);
+    return rc;
+}
+
+static int get_job_where(partd_pg_store *s, const char *sql, const char *key,
+                         partd_job_row *row, char digest[72])
+{
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, key);
+    int rc;
+    PGresult *r = run1(s, sql, &p, "reading a job", READ_ONLY, &rc);
+    if (!r)
+        return rc;
+    if (PQntuples(r) == 0) {
+        rc = PARTD_STORE_MISSING;
+    } else {
+        rc = partd_pg_read_job(r, 0, row);
+        if (digest)
+            text_copy(r, 0, PARTD_PG_N_JOB_COLUMNS, digest, 72);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int get_job(void *state, const char *id, partd_job_row *row)
+{
+    return get_job_where(state, "SELECT " PARTD_PG_JOB_COLUMNS " FROM jobs WHERE id = $1", id,
+                         row, NULL);
+}
+
+static int get_job_by_idem(void *state, const char *idem_key, partd_job_row *row,
+                           char digest[72])
+{
+    return get_job_where(state,
+                         "SELECT " PARTD_PG_JOB_COLUMNS ", request_digest FROM jobs "
+                         "WHERE idempotency_key = $1",
+                         idem_key, row, digest);
+}
+
+/* A write of one row by key: PARTD_STORE_MISSING when it changed none. */
+static int write_by_key(partd_pg_store *s, const char *sql, partd_pg_params *p,
+                        const char *what)
+{
+    int rc;
+    PGresult *r = run1(s, sql, p, what, 0, &rc);
+    if (r && strcmp(PQcmdTuples(r), "0") == 0)
+        rc = PARTD_STORE_MISSING;
+    PQclear(r);
+    return rc;
+}
+
+static int mark_running(void *state, const char *id, int64_t started_ms, const char *runner)
+{
+    partd_pg_store *s = state;
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, id);
+    partd_pg_param_i64(&p, started_ms);
+    partd_pg_param_text(&p, runner && *runner ? runner : NULL);
+    partd_pg_param_i64(&p, atomic_load(&s->lease_ms));
+    return write_by_key(s,
+                        "UPDATE jobs SET status = 'running', started_ms = $2, "
+                        "attempts = attempts + 1, runner = $3, "
+                        "lease_until_ms = " PARTD_PG_NOW_MS " + $4 WHERE id = $1",
+                        &p, "marking a job running");
+}
+
+/* ---- finishing --------------------------------------------------------------- */
+
+static int put_result(partd_pg_store *s, partd_pg_conn *c, const partd_store_result *res)
+{
+    const partd_blob *f = res->forms;
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, res->cache_key);
+    partd_pg_param_text(&p, res->etag);
+    partd_pg_param_text(&p, res->summary);
+    partd_pg_param_bytes(&p, f[PARTD_CODING_IDENTITY].data, f[PARTD_CODING_IDENTITY].len);
+    partd_pg_param_i64(&p, partd_now_ms());
+    partd_pg_param_bytes(&p, f[PARTD_CODING_ZSTD].data, f[PARTD_CODING_ZSTD].len);
+    partd_pg_param_bytes(&p, f[PARTD_CODING_GZIP].data, f[PARTD_CODING_GZIP].len);
+    /* Content-addressed: the first copy stays (every replica plans the
+     * same bytes for the same key); a later one only counts as a use. */
+    PGresult *r = partd_pg_exec(s, c,
+                                "INSERT INTO results (cache_key, etag, summary, body, created_ms, "
+                                "used_ms, body_zstd, body_gzip) VALUES ($1, $2, $3, $4, $5, $5, "
+                                "$6, $7) ON CONFLICT (cache_key) DO UPDATE SET used_ms = "
+                                "excluded.used_ms",
+                                &p, "finishing jobs", NULL);
+    PQclear(r);
+    return r ? PARTD_OK : PARTD_EIO;
+}
+
+/* The job is still the row's claim: unfinished, same runner and attempt. */
+#define STILL_CLAIMED \
+    " AND status IN ('queued', 'running') AND coalesce(runner, '') = $2 AND attempts = $3"
+
+static int finish_one(partd_pg_store *s, partd_pg_conn *c, const partd_job_row *row)
+{
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, row->id);
+    partd_pg_param_text(&p, row->runner);
+    partd_pg_param_i64(&p, row->attempts);
+    const char *sql;
+    if (!partd_job_finished(row->status)) {
+        /* Stopped, not lost: the attempt does not count, and the job is
+         * announced to the other replicas. */
+        sql = "WITH q AS (UPDATE jobs SET status = 'queued', started_ms = NULL, "
+              "lease_until_ms = NULL, attempts = CASE WHEN status = 'running' AND attempts > 0 "
+              "THEN attempts - 1 ELSE attempts END WHERE id = $1" STILL_CLAIMED
+              " RETURNING 1) SELECT pg_notify('" PARTD_PG_CHANNEL "', '') FROM q";
+    } else {
+        partd_pg_param_text(&p, partd_job_status_name(row->status));
+        partd_pg_param_i64(&p, row->finished_ms);
+        partd_pg_param_text(&p, row->summary);
+        partd_pg_param_text(&p, row->error);
+        partd_pg_param_i64(&p, row->error_status);
+        sql = "UPDATE jobs SET status = $4, finished_ms = $5, summary = $6, error = $7, "
+              "error_status = $8, request = NULL, lease_until_ms = NULL WHERE id = $1"
+              STILL_CLAIMED;
+    }
+    PGresult *r = partd_pg_exec(s, c, sql, &p, "finishing jobs", NULL);
+    PQclear(r);
+    return r ? PARTD_OK : PARTD_EIO;
+}
+
+static int finish_jobs(void *state, const partd_store_result *result,
+                       const partd_job_row *const *rows, size_t n_rows)
+{
+    partd_pg_store *s = state;
+    partd_pg_conn *c = partd_pg_acquire(s);
+    if (!c)
+        return PARTD_EIO;
+    int rc = partd_pg_command(s, c, "BEGIN", "finishing jobs");
+    if (rc == PARTD_OK && result)
+        rc = put_result(s, c, result);
+    for (size_t i = 0; rc == PARTD_OK && i < n_rows; i++)
+        rc = finish_one(s, c, rows[i]);
+    if (rc == PARTD_OK)
+        rc = partd_pg_command(s, c, "COMMIT", "finishing jobs");
+    else if (c->pg)
+        partd_pg_command(s, c, "ROLLBACK", "finishing jobs");
+    partd_pg_release(s, c);
+    return rc;
+}
+
+static int cancel_job(void *state, const char *id, int64_t finished_ms, partd_job_row *row)
+{
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, id);
+    partd_pg_param_i64(&p, finished_ms);
+    int rc;
+    /* One statement: no replica can finish the job in between. */
+    PGresult *r = run1(state,
+                       "UPDATE jobs SET status = 'cancelled', finished_ms = $2, summary = NULL, "
+                       "error = NULL, error_status = 0, request = NULL, lease_until_ms = NULL "
+                       "WHERE id = $1 AND status IN ('queued', 'running') RETURNING "
+                       PARTD_PG_JOB_COLUMNS,
+                       &p, "cancelling a job", 0, &rc);
+    if (!r)
+        return rc;
+    int cancelled = PQntuples(r) > 0;
+    if (cancelled && row)
+        rc = partd_pg_read_job(r, 0, row);
+    PQclear(r);
+    if (cancelled)
+        return rc;
+    partd_job_row got;
+    rc = get_job(state, id, &got);
+    if (rc == PARTD_OK) {
+        partd_job_row_clear(&got);
+        return PARTD_STORE_CONFLICT;
+    }
+    return rc;
+}
+
+/* ---- results ---------------------------------------------------------------- */
+
+static int bytes_dup(const PGresult *r, int col, partd_blob *out)
+{
+    out->data = NULL;
+    out->len = 0;
+    if (PQgetisnull(r, 0, col))
+        return PARTD_OK;
+    size_t n = (size_t)PQgetlength(r, 0, col);
+    out->data = malloc(n + 1);
+    if (!out->data)
+        return PARTD_ENOMEM;
+    memcpy(out->data, PQgetvalue(r, 0, col), n);
+    out->data[n] = '\0';
+    out->len = n;
+    return PARTD_OK;
+}
+
+static int get_result(void *state, const char *cache_key, partd_blob *forms, char etag[72],
+                      char **summary)
+{
+    memset(forms, 0, PARTD_CODINGS * sizeof *forms);
+    *summary = NULL;
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, cache_key);
+    int rc;
+    PGresult *r = run1(state,
+                       "SELECT body, etag, summary, body_zstd, body_gzip FROM results "
+                       "WHERE cache_key = $1",
+                       &p, "reading a result", READ_ONLY, &rc);
+    if (!r)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return PARTD_STORE_MISSING;
+    }
+    rc = bytes_dup(r, 0, &forms[PARTD_CODING_IDENTITY]);
+    if (rc == PARTD_OK)
+        rc = bytes_dup(r, 3, &forms[PARTD_CODING_ZSTD]);
+    if (rc == PARTD_OK)
+        rc = bytes_dup(r, 4, &forms[PARTD_CODING_GZIP]);
+    if (rc == PARTD_OK && !(*summary = partd_pg_text_dup(r, 0, 2)))
+        rc = PARTD_ENOMEM;
+    if (rc == PARTD_OK)
+        text_copy(r, 0, 1, etag, 72);
+    PQclear(r);
+    if (rc != PARTD_OK) {
+        partd_blobs_free(forms);
+        free(*summary);
+        *summary = NULL;
+    }
+    return rc;
+}
+
+static int touch_result(void *state, const char *cache_key, int64_t now_ms)
+{
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, cache_key);
+    partd_pg_param_i64(&p, now_ms);
+    return write_by_key(state, "UPDATE results SET used_ms = $2 WHERE cache_key = $1", &p,
+                        "touching a result");
+}
+
+/* ---- listing, recovery, retention ---------------------------------------- */
+
+static int list(void *state, int status, int64_t before_seq, unsigned limit,
+                partd_store_row_fn fn, void *ctx)
+{
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, status >= 0 ? partd_job_status_name((partd_job_status)status) : NULL);
+    partd_pg_param_ms(&p, before_seq);
+    partd_pg_param_i64(&p, limit);
+    int rc;
+    PGresult *r = run1(state,
+                       "SELECT " PARTD_PG_JOB_COLUMNS " FROM jobs WHERE ($1::text IS NULL OR "
+                       "status = $1) AND ($2::bigint IS NULL OR seq < $2) ORDER BY seq DESC "
+                       "LIMIT $3",
+                       &p, "listing jobs", READ_ONLY, &rc);
+    for (int i = 0; r && rc == PARTD_OK && i < PQntuples(r); i++) {
+        partd_job_row row;
+        rc = partd_pg_read_job(r, i, &row);
+        if (rc == PARTD_OK) {
+            fn(&row, ctx);
+            partd_job_row_clear(&row);
+        }
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pending(void *state, partd_store_pending_fn fn, void *ctx)
+{
+    int rc;
+    PGresult *r = run1(state,
+                       "SELECT " PARTD_PG_JOB_COLUMNS ", request FROM jobs "
+                       "WHERE status IN ('queued', 'running') ORDER BY seq",
+                       NULL, "reading unfinished jobs", READ_ONLY, &rc);
+    for (int i = 0; r && rc == PARTD_OK && i < PQntuples(r); i++) {
+        partd_job_row row;
+        rc = partd_pg_read_job(r, i, &row);
+        if (rc == PARTD_OK) {
+            int col = PARTD_PG_N_JOB_COLUMNS;
+            fn(&row, PQgetvalue(r, i, col), (size_t)PQgetlength(r, i, col), ctx);
+            partd_job_row_clear(&row);
+        }
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Within sweep's transaction. */
+static int sweep_rows(partd_pg_store *s, partd_pg_conn *c, int64_t cutoff_ms,
+                      partd_store_key_fn fn, void *ctx, unsigned *jobs, unsigned *results)
+{
+    partd_pg_params p = {0};
+    partd_pg_param_i64(&p, cutoff_ms);
+    PGresult *r = partd_pg_exec(s, c,
+                                "DELETE FROM results WHERE used_ms < $1 RETURNING cache_key", &p,
+                                "the retention sweep", NULL);
+    if (!r)
+        return PARTD_EIO;
+    *results = (unsigned)PQntuples(r);
+    for (int i = 0; fn && i < PQntuples(r); i++) {
+        char key[72];
+        text_copy(r, i, 0, key, sizeof key);
+        fn(key, ctx);
+    }
+    PQclear(r);
+    r = partd_pg_exec(s, c, "DELETE FROM jobs WHERE finished_ms IS NOT NULL AND finished_ms < $1",
+                      &p, "the retention sweep", NULL);
+    if (!r)
+        return PARTD_EIO;
+    *jobs = (unsigned)strtoul(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return PARTD_OK;
+}
+
+static int sweep(void *state, int64_t cutoff_ms, partd_store_key_fn fn, void *ctx,
+                 unsigned *jobs_deleted, unsigned *results_deleted)
+{
+    partd_pg_store *s = state;
+    unsigned jobs = 0, results = 0;
+    *jobs_deleted = *results_deleted = 0;
+    partd_pg_conn *c = partd_pg_acquire(s);
+    if (!c)
+        return PARTD_EIO;
+    int rc = partd_pg_command(s, c, "BEGIN", "the retention sweep");
+    if (rc == PARTD_OK)
+        rc = sweep_rows(s, c, cutoff_ms, fn, ctx, &jobs, &results);
+    if (rc == PARTD_OK)
+        rc = partd_pg_command(s, c, "COMMIT", "the retention sweep");
+    else if (c->pg)
+        partd_pg_command(s, c, "ROLLBACK", "the retention sweep");
+    partd_pg_release(s, c);
+    if (rc == PARTD_OK) {
+        *jobs_deleted = jobs;
+        *results_deleted = results;
+    }
+    return rc;
+}
+
+const partd_store_ops partd_store_pg_ops = {
+    .scheme = "postgresql",
+    .open = partd_pg_open,
+    .close = partd_pg_close,
+    .limit_size = partd_pg_limit_size,
+    .healthy = partd_pg_healthy,
+    .probe = partd_pg_probe,
+    .insert_job = insert_job,
+    .get_job = get_job,
+    .get_job_by_idem = get_job_by_idem,
+    .mark_running = mark_running,
+    .finish_jobs = finish_jobs,
+    .cancel_job = cancel_job,
+    .get_result = get_result,
+    .touch_result = touch_result,
+    .list = list,
+    .pending = pending,
+    .sweep = sweep,
+    .claim = partd_pg_claim,
+    .renew = partd_pg_renew,
+    .count_queued = partd_pg_count_queued,
+    .listen_fd = partd_pg_listen_fd,
+    .listen_consume = partd_pg_listen_consume,
+    .listen_reset = partd_pg_listen_reset,
+};

@@ -1,0 +1,162 @@
+/*
+ * store_pg_claim.c - work sharing on the PostgreSQL store: claiming queued
+ * jobs and jobs whose replica died (FOR UPDATE SKIP LOCKED, so replicas
+ * claiming at once never take the same job), and renewing the leases of
+ * the jobs a replica runs. See store.h ("work shared by replicas") and
+ * store_pg.h.
+ *
+ * Leases are compared on the database's clock (PARTD_PG_NOW_MS), so that
+ * replicas with skewed clocks agree on when one ran out.
+ */
+#include "store_pg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "partd.h"
+
+/* One statement: pick the oldest claimable jobs that no other transaction
+ * holds, and make them ours. The attempt is counted, except for a job
+ * whose lease ran out after max_attempts attempts: that one is only taken
+ * (to be failed by the caller), and flagged `exhausted`. */
+static const char CLAIM_SQL[] =
+    "WITH c AS (SELECT seq, status AS old_status, attempts AS old_attempts FROM jobs "
+    " WHERE status = 'queued' OR (status = 'running' AND "
+    "  (lease_until_ms IS NULL OR lease_until_ms < " PARTD_PG_NOW_MS "))"
+    " ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED) "
+    "UPDATE jobs j SET status = 'running', runner = $1, started_ms = " PARTD_PG_NOW_MS ","
+    " lease_until_ms = " PARTD_PG_NOW_MS " + $2,"
+    " attempts = CASE WHEN c.old_status = 'running' AND c.old_attempts >= $4"
+    "  THEN j.attempts ELSE j.attempts + 1 END "
+    "FROM c WHERE j.seq = c.seq RETURNING j.id, j.seq, j.status, j.created_ms, j.started_ms,"
+    " j.finished_ms, j.graph_hash, j.cache_key, j.cached, j.summary, j.error, j.error_status,"
+    " j.attempts, j.runner, j.request,"
+    " (c.old_status = 'running' AND c.old_attempts >= $4) AS exhausted";
+
+int partd_pg_claim(void *state, const char *runner, int64_t lease_ms, unsigned max_jobs,
+                   int max_attempts, partd_store_claimed_fn fn, void *ctx)
+{
+    partd_pg_store *s = state;
+    atomic_store(&s->lease_ms, lease_ms);
+    if (max_jobs == 0)
+        return PARTD_OK;
+    partd_pg_params p = {0};
+    partd_pg_param_text(&p, runner);
+    partd_pg_param_i64(&p, lease_ms);
+    partd_pg_param_i64(&p, max_jobs);
+    partd_pg_param_i64(&p, max_attempts);
+    partd_pg_conn *c = partd_pg_acquire(s);
+    if (!c)
+        return PARTD_EIO;
+    /* Autocommit: the claim is durable before any of it runs. */
+    PGresult *r = partd_pg_exec(s, c, CLAIM_SQL, &p, "claiming jobs", NULL);
+    partd_pg_release(s, c);
+    if (!r)
+        return PARTD_EIO;
+    int rc = PARTD_OK;
+    int body_col = PARTD_PG_N_JOB_COLUMNS, exhausted_col = PARTD_PG_N_JOB_COLUMNS + 1;
+    for (int i = 0; rc == PARTD_OK && i < PQntuples(r); i++) {
+        partd_job_row row;
+        rc = partd_pg_read_job(r, i, &row);
+        if (rc != PARTD_OK)
+            break; /* the rest stay claimed; their leases run out */
+        fn(&row, PQgetvalue(r, i, body_col), (size_t)PQgetlength(r, i, body_col),
+           partd_pg_int(r, i, exhausted_col) != 0, ctx);
+        partd_job_row_clear(&row);
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Appends `text` to a growing buffer. 0 or -1 (ENOMEM). */
+static int append(char **buf, size_t *len, size_t *cap, const char *text)
+{
+    size_t n = strlen(text);
+    if (*len + n + 1 > *cap) {
+        size_t want = (*cap ? *cap * 2 : 256) + n;
+        char *p = realloc(*buf, want);
+        if (!p)
+            return -1;
+        *buf = p;
+        *cap = want;
+    }
+    memcpy(*buf + *len, text, n + 1);
+    *len += n;
+    return 0;
+}
+
+/* The leases as two array literals, '{id,...}' and '{attempts,...}' (ids
+ * are hex: nothing to quote). */
+static int lease_arrays(const partd_store_lease *leases, size_t n, char **ids, char **atts)
+{
+    size_t il = 0, ic = 0, al = 0, ac = 0;
+    int bad = append(ids, &il, &ic, "{") | append(atts, &al, &ac, "{");
+    for (size_t i = 0; i < n && !bad; i++) {
+        char num[24];
+        snprintf(num, sizeof num, "%s%d", i ? "," : "", leases[i].attempts);
+        bad |= append(ids, &il, &ic, i ? "," : "") | append(ids, &il, &ic, leases[i].id) |
+               append(atts, &al, &ac, num);
+    }
+    bad |= append(ids, &il, &ic, "}") | append(atts, &al, &ac, "}");
+    return bad ? PARTD_ENOMEM : PARTD_OK;
+}
+
+int partd_pg_renew(void *state, const char *runner, int64_t lease_ms,
+                   const partd_store_lease *leases, size_t n, partd_store_key_fn lost,
+                   void *ctx)
+{
+    partd_pg_store *s = state;
+    if (n == 0)
+        return PARTD_OK;
+    char *ids = NULL, *atts = NULL;
+    int rc = lease_arrays(leases, n, &ids, &atts);
+    PGresult *r = NULL;
+    if (rc == PARTD_OK) {
+        partd_pg_params p = {0};
+        partd_pg_param_text(&p, runner);
+        partd_pg_param_i64(&p, lease_ms);
+        partd_pg_param_text(&p, ids);
+        partd_pg_param_text(&p, atts);
+        partd_pg_conn *c = partd_pg_acquire(s);
+        rc = PARTD_EIO;
+        if (c) {
+            r = partd_pg_exec(s, c,
+                              "UPDATE jobs j SET lease_until_ms = " PARTD_PG_NOW_MS " + $2 "
+                              "FROM unnest($3::text[], $4::int[]) AS l(id, attempts) "
+                              "WHERE j.id = l.id AND j.attempts = l.attempts AND j.runner = $1 "
+                              "AND j.status = 'running' RETURNING j.id",
+                              &p, "renewing leases", NULL);
+            partd_pg_release(s, c);
+            rc = r ? PARTD_OK : PARTD_EIO;
+        }
+    }
+    free(ids);
+    free(atts);
+    for (size_t i = 0; r && i < n; i++) {
+        int held = 0;
+        for (int k = 0; k < PQntuples(r) && !held; k++)
+            held = strcmp(PQgetvalue(r, k, 0), leases[i].id) == 0 &&
+                   (size_t)PQgetlength(r, k, 0) == strlen(leases[i].id);
+        if (!held)
+            lost(leases[i].id, ctx);
+    }
+    PQclear(r);
+    return rc;
+}
+
+int64_t partd_pg_count_queued(void *state)
+{
+    partd_pg_store *s = state;
+    partd_pg_conn *c = partd_pg_acquire(s);
+    if (!c)
+        return PARTD_EIO;
+    PGresult *r = partd_pg_exec(s, c, "SELECT count(*) FROM jobs WHERE status = 'queued'", NULL,
+                                "counting queued jobs", NULL);
+    partd_pg_release(s, c);
+    if (!r)
+        return PARTD_EIO;
+    int64_t n = partd_pg_int(r, 0, 0);
+    PQclear(r);
+    return n;
+}

@@ -1,0 +1,168 @@
+"""Replicas sharing a PostgreSQL store (partd serve --store postgresql://...).
+
+Against a throw-away PostgreSQL server the suite starts itself (partd_pg.py;
+skipped, saying why, when the server binaries are not installed): two
+replicas sharing 30 jobs, each run once with results byte-identical to
+`partd plan`; kill -9 of a replica while it plans (the other takes its jobs
+over within the lease + 2 s, same bytes); cancel from the other replica;
+shared cache and idempotency keys; a database restart (readiness 503 and
+back on its own, POST answered 503 promptly, nothing accepted lost).
+"""
+import datetime
+import time
+
+import pytest
+
+from conftest import chain_request, pipeline_request, plan_offline
+from partd_daemon import wait_until
+from partd_pg import pg_server, pg_url  # noqa: F401  (fixtures)
+
+LEASE_MS = 2000
+
+
+def replicas(make_daemon, url, *extra, names=("A", "B")):
+    return [make_daemon("--store", url, "--name", n, "--lease-ms", str(LEASE_MS), *extra)
+            for n in names]
+
+
+def result_bytes(d, job_id):
+    r = d.get(f"/v1/jobs/{job_id}/result", headers={"Accept-Encoding": "identity"})
+    assert r.status == 200, r
+    return r.body
+
+
+def test_two_replicas_share_30_jobs(make_daemon, pg_url, tmp_path):
+    a, b = replicas(make_daemon, pg_url, "--workers", "1")
+    docs = [pipeline_request(20000, 400, seed=100 + i) for i in range(30)]
+    ids = []
+    for i, doc in enumerate(docs):
+        r = (a, b)[i % 2].post_job(doc)
+        assert r.status == 202, r
+        ids.append(r.json()["id"])
+    runners = set()
+    for i, job_id in enumerate(ids):
+        job = (b, a)[i % 2].wait_job(job_id, timeout=120)
+        assert job["status"] == "succeeded", job
+        assert job["attempts"] == 1, job  # each ran once
+        runners.add(job["runner"])
+        # Every replica answers the same for every job.
+        assert a.job(job_id) == b.job(job_id)
+    assert runners == {"A", "B"}
+    for i in (0, 7, 29):
+        assert result_bytes(a, ids[i]) == plan_offline(docs[i], tmp_path)
+        assert result_bytes(b, ids[i]) == result_bytes(a, ids[i])
+
+
+def test_killed_replica_jobs_finish_on_the_other(make_daemon, pg_url, tmp_path):
+    a, = replicas(make_daemon, pg_url, "--workers", "2", names=("A",))
+    docs = [pipeline_request(100_000, 5000, seed=s) for s in (78, 79)]
+    ids = [a.post_job(doc).json()["id"] for doc in docs]
+    for job_id in ids:
+        wait_until("job running on A",
+                   lambda: a.job(job_id)["status"] == "running" and a.job(job_id)["runner"] == "A")
+    b, = replicas(make_daemon, pg_url, "--workers", "2", names=("B",))
+    a.kill9()
+    killed = time.time()
+    for job_id, doc in zip(ids, docs):
+        job = b.wait_job(job_id, timeout=120)
+        assert job["status"] == "succeeded", job
+        assert job["runner"] == "B" and job["attempts"] == 2, (job, b.log())
+        started = datetime.datetime.strptime(job["started_at"], "%Y-%m-%dT%H:%M:%S.%fZ") \
+            .replace(tzinfo=datetime.timezone.utc).timestamp()
+        assert started - killed <= LEASE_MS / 1000 + 2, (started - killed, job)
+        assert result_bytes(b, job_id) == plan_offline(doc, tmp_path)
+
+
+def test_cancel_on_another_replica_stops_the_run(make_daemon, pg_url, slow_body):
+    a, = replicas(make_daemon, pg_url, "--workers", "1", names=("A",))
+    job_id = a.post_job(slow_body).json()["id"]
+    wait_until("job running on A", lambda: a.job(job_id)["status"] == "running")
+    b, = replicas(make_daemon, pg_url, "--workers", "1", names=("B",))
+    r = b.request("DELETE", f"/v1/jobs/{job_id}")
+    assert r.status == 200, r
+    assert r.json()["status"] == "cancelled"
+    # A sees it at its next lease renewal and stops planning.
+    a.wait_log(rf"job {job_id} is no longer ours", timeout=LEASE_MS / 1000 + 5)
+    wait_until("A's planner is free", lambda: a.metric("partd_jobs_running") == 0)
+    for d in (a, b):
+        assert d.job(job_id)["status"] == "cancelled"
+        assert d.get(f"/v1/jobs/{job_id}/result").status == 409
+    assert b.request("DELETE", f"/v1/jobs/{job_id}").status == 409
+    # A is free for other work, and claims it.
+    small = chain_request(10, seed=3)
+    job = a.wait_job(b.post_job(small).json()["id"], timeout=60)
+    assert job["status"] == "succeeded"
+
+
+def test_cache_and_idempotency_are_shared(make_daemon, pg_url):
+    a, b = replicas(make_daemon, pg_url, "--workers", "1")
+    doc = chain_request(30, seed=11)
+    first = a.post_job(doc, headers={"Idempotency-Key": "k-1"})
+    assert first.status == 202, first
+    job_id = first.json()["id"]
+    assert a.wait_job(job_id)["status"] == "succeeded"
+    again = b.post_job(doc, headers={"Idempotency-Key": "k-1"})
+    assert again.status == 200 and again.json()["id"] == job_id, again
+    other = b.post_job(chain_request(30, seed=12), headers={"Idempotency-Key": "k-1"})
+    assert other.status == 422, other
+    cached = b.post_job(doc)
+    assert cached.status == 200, cached
+    assert cached.json()["cached"] is True
+    assert result_bytes(b, cached.json()["id"]) == result_bytes(a, job_id)
+
+
+def test_database_restart(make_daemon, pg_server, pg_url, tmp_path):
+    a, = replicas(make_daemon, pg_url, "--workers", "1", names=("A",))
+    doc = pipeline_request(100_000, 5000, seed=80)
+    job_id = a.post_job(doc).json()["id"]
+    wait_until("job running", lambda: a.job(job_id)["status"] == "running")
+    pg_server.stop_server()
+    try:
+        wait_until("/readyz 503 while the database is down",
+                   lambda: a.status("/readyz") == 503, timeout=30)
+        assert a.status("/livez") == 200
+        t = time.monotonic()
+        r = a.post_job(chain_request(10, seed=4))
+        assert r.status == 503, r
+        assert r.json()["status"] == 503
+        assert time.monotonic() - t < 2.0
+    finally:
+        pg_server.start_server()
+    wait_until("/readyz 200 again", lambda: a.status("/readyz") == 200, timeout=30)
+    # The job accepted before finishes (run again if its end was not written).
+    job = a.wait_job(job_id, timeout=120)
+    assert job["status"] == "succeeded", job
+    assert result_bytes(a, job_id) == plan_offline(doc, tmp_path)
+    later = a.post_job(chain_request(10, seed=5))
+    assert later.status in (200, 202), later
+    assert a.wait_job(later.json()["id"])["status"] == "succeeded"
+
+
+def test_newer_schema_is_refused(make_daemon, pg_server, pg_url):
+    a = make_daemon("--store", pg_url)  # creates the schema
+    assert a.stop() == 0
+    db = pg_url.rsplit("/", 1)[1]
+    pg_server.psql("UPDATE partd_schema SET version = 99", db=db)
+    b = make_daemon("--store", pg_url, start=False)
+    assert b.start(expect_exit=True) == 65
+    assert "newer than this partd" in b.log()
+    assert "version 99" in b.log()
+
+
+def test_attempt_cap_holds_across_replicas(make_daemon, pg_url, medium_body):
+    """Replicas that die planning a job (as a crashing planner takes its
+    process down) hand it on at most twice; the next one fails it."""
+    job_id = None
+    for attempt, name in enumerate(("A", "B", "C"), start=1):
+        d, = replicas(make_daemon, pg_url, "--workers", "1", names=(name,))
+        if job_id is None:
+            job_id = d.post_job(medium_body).json()["id"]
+        wait_until(f"attempt {attempt} running on {name}",
+                   lambda: (lambda j: j["status"] == "running" and j["runner"] == name
+                            and j["attempts"] == attempt)(d.job(job_id)), timeout=60)
+        d.kill9()
+    last, = replicas(make_daemon, pg_url, "--workers", "1", names=("D",))
+    job = last.wait_job(job_id, timeout=60)
+    assert job["status"] == "failed", job
+    assert job["attempts"] == 3 and job["runner"] == "D", job
+    assert job["error"]["type"].endswith("planner-crashed"), job
