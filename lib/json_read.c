@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *partd_json_type_name(const json_t *v)
@@ -109,6 +110,16 @@ uint32_t partd_read_name(partd_reader *r, json_t *v, const char *ptr)
     return id;
 }
 
+/* x in the fewest of 15 or 17 significant digits that read back as x:
+ * 1e-308 rather than 9.9999999999999991e-309. */
+static const char *number_text(char *buf, size_t cap, double x)
+{
+    snprintf(buf, cap, "%.15g", x);
+    if (strtod(buf, NULL) != x)
+        snprintf(buf, cap, "%.17g", x);
+    return buf;
+}
+
 /* A bound as the contract writes it: 2^53 rather than 9007199254740992. */
 static void bound_text(char *buf, size_t cap, int64_t x)
 {
@@ -118,33 +129,9 @@ static void bound_text(char *buf, size_t cap, int64_t x)
         snprintf(buf, cap, "%lld", (long long)x);
 }
 
-int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
-                     int64_t *out)
+static int check_int_range(partd_reader *r, int64_t x, const char *ptr, int64_t min,
+                           int64_t max, int64_t *out)
 {
-    /* A real is most likely a computed size that lost its integer type:
-     * show the value. */
-    if (json_is_real(v)) {
-        partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %.17g",
-                          json_real_value(v));
-        return -1;
-    }
-    if (!json_is_integer(v)) {
-        partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %s",
-                          partd_json_type_name(v));
-        return -1;
-    }
-    return partd_read_int(r, v, ptr, min, PARTD_MAX_BYTES, out);
-}
-
-int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
-                   int64_t max, int64_t *out)
-{
-    if (!json_is_integer(v)) {
-        partd_problem_add(r->pb, ptr, "must be an integer, not %s",
-                          partd_json_type_name(v));
-        return -1;
-    }
-    json_int_t x = json_integer_value(v);
     if (x < min || x > max) {
         char lo[24], hi[24];
         bound_text(lo, sizeof lo, min);
@@ -155,6 +142,61 @@ int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
     }
     *out = x;
     return 0;
+}
+
+int partd_json_integral(const json_t *v, int64_t *out)
+{
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return 1;
+    }
+    if (!json_is_real(v))
+        return 0;
+    /* 4096.0 and 4.096e3 are the integer 4096; the bounds keep the cast
+     * defined (every caller's range lies well inside them). */
+    double x = json_real_value(v);
+    if (!(x == floor(x)) || !(x >= -0x1p62 && x <= 0x1p62))
+        return 0;
+    *out = (int64_t)x;
+    return 1;
+}
+
+int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                     int64_t *out)
+{
+    int64_t x;
+    char num[32];
+    if (!partd_json_integral(v, &x)) {
+        /* A fraction is most likely a computed size that lost its integer
+         * type: show the value. */
+        if (json_is_real(v))
+            partd_problem_add(r->pb, ptr,
+                              "must be an integer number of bytes, not %s; an integer "
+                              "is needed",
+                              number_text(num, sizeof num, json_real_value(v)));
+        else
+            partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %s",
+                              partd_json_type_name(v));
+        return -1;
+    }
+    return check_int_range(r, x, ptr, min, PARTD_MAX_BYTES, out);
+}
+
+int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                   int64_t max, int64_t *out)
+{
+    int64_t x;
+    char num[32];
+    if (!partd_json_integral(v, &x)) {
+        if (json_is_real(v))
+            partd_problem_add(r->pb, ptr, "must be an integer, not %s; an integer is needed",
+                              number_text(num, sizeof num, json_real_value(v)));
+        else
+            partd_problem_add(r->pb, ptr, "must be an integer, not %s",
+                              partd_json_type_name(v));
+        return -1;
+    }
+    return check_int_range(r, x, ptr, min, max, out);
 }
 
 int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
@@ -169,13 +211,12 @@ int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
         partd_problem_add(r->pb, ptr, "must be a finite number");
         return -1;
     }
-    if (min_exclusive ? !(x > min) : !(x >= min)) {
-        partd_problem_add(r->pb, ptr, "must be %s %g, not %.17g",
-                          min_exclusive ? "greater than" : "at least", min, x);
-        return -1;
-    }
-    if (x > max) {
-        partd_problem_add(r->pb, ptr, "must be at most %g, not %.17g", max, x);
+    /* Both bounds in every message: the client learns the allowed range. */
+    if ((min_exclusive ? !(x > min) : !(x >= min)) || x > max) {
+        char num[32];
+        partd_problem_add(r->pb, ptr, "must be %s %g and at most %g, not %s",
+                          min_exclusive ? "greater than" : "at least", min, max,
+                          number_text(num, sizeof num, x));
         return -1;
     }
     *out = x;

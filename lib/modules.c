@@ -52,11 +52,14 @@ static int get_bytes(decoder *d, json_t *obj, const char *base, const char *key,
     return v ? partd_read_bytes(d, v, ptr, min, out) : -1;
 }
 
-/* A finite number; `nonneg` also requires >= 0 (times). */
+/* A finite number; `nonneg` means a time: 0 to 1e12 ms, as a node's
+ * latency. Curve figures (slopes, intercepts, breakpoints) are at most 1e15
+ * in magnitude, so the SAC model's sums and products of them stay finite. */
 static int number_value(decoder *d, json_t *v, const char *ptr, int nonneg,
                         double *out)
 {
-    return partd_read_number(d, v, ptr, nonneg ? 0 : -DBL_MAX, 0, DBL_MAX, out);
+    return nonneg ? partd_read_number(d, v, ptr, 0, 0, 1e12, out)
+                  : partd_read_number(d, v, ptr, -1e15, 0, 1e15, out);
 }
 
 static int get_number(decoder *d, json_t *obj, const char *base, const char *key,
@@ -134,12 +137,12 @@ static void sac_stats_free(partd_sac_stats *s)
 static int op_index(decoder *d, json_t *v, const char *ptr, uint32_t n_ops,
                     uint32_t *out)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        json_integer_value(v) >= (json_int_t)n_ops) {
+    int64_t x;
+    if (!partd_json_integral(v, &x) || x < 0 || x >= (int64_t)n_ops) {
         report(d, ptr, "must be an op index between 0 and %u", n_ops ? n_ops - 1 : 0);
         return -1;
     }
-    *out = (uint32_t)json_integer_value(v);
+    *out = (uint32_t)x;
     return 0;
 }
 

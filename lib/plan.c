@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_read.h"
 #include "partd.h"
 #include "pipeline.h"
 #include "sac.h"
@@ -266,7 +267,7 @@ void partd_plan_fill_times(const partd_request *req, partd_plan *plan)
         sum += pt->time_ms;
         if (pt->time_ms > s->bottleneck_ms)
             s->bottleneck_ms = pt->time_ms;
-        s->transfer_bytes += received;
+        s->transfer_bytes = partd_bytes_add(s->transfer_bytes, received);
         if (pt->memory_bytes > s->peak_memory_bytes)
             s->peak_memory_bytes = pt->memory_bytes;
     }
@@ -293,11 +294,30 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
     return PARTD_EINVALID;
 }
 
+/* Every byte figure of a partition is a sum of distinct nodes' bytes, at
+ * most 2^53 by decoding's bound (decode.c); the summary's transfer_bytes
+ * adds the partitions' received bytes, so a tensor read by many partitions
+ * counts many times and can pass 2^53: then the plan cannot be written as
+ * the contract's figures, and the job fails saying so. */
+static int check_totals(const partd_plan *plan, partd_problem *problem)
+{
+    if (plan->summary.transfer_bytes <= PARTD_MAX_BYTES)
+        return PARTD_OK;
+    partd_problem_set(problem, 422, "figures-too-large", "Figures too large",
+                      "the plan's total transfer between partitions passes 2^53 bytes, "
+                      "the largest figure a result may hold");
+    partd_problem_add(problem, "/graph/nodes",
+                      "the partitions together receive more than 2^53 bytes");
+    return PARTD_EINVALID;
+}
+
 int partd_plan_run(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
                    partd_problem *problem)
 {
     *out = NULL;
     int rc = run_mode(req, cancel, out, problem);
+    if (rc == PARTD_OK)
+        rc = check_totals(*out, problem);
     if (rc == PARTD_OK && req->options.sac.enabled)
         rc = partd_sac_plan(req, cancel, &(*out)->sac, problem);
     if (rc != PARTD_OK) {

@@ -1301,6 +1301,43 @@ static char *request_text(const ttree *t, const char *sac_options, int with_modu
     return req;
 }
 
+static void test_budget_defaults_to_smallest_device(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    char *text = request_text(&t, "{}", 1);
+    partd_request *r = tu_decode_ok(text);
+    assert_int_equal(r->options.sac.enabled, 1);
+    assert_int_equal(r->options.sac.memory_budget_bytes, 3000000000);
+    assert_int_equal(r->options.sac.world_size, 1);
+    assert_true(r->options.sac.time_limit_ms == 10000);
+    partd_request_free(r);
+    free(text);
+}
+
+/* Unknown units are refused when the request is decoded (a 422 on POST),
+ * not by a failed job. */
+static void test_unknown_units_fail_decoding(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    char *text = request_text(&t, "{\"ac_units\":[\"T.b0\",\"T.b\"],"
+                                  "\"fsdp_units\":[\"T\",\"nope\"]}", 1);
+    partd_problem pb;
+    tu_decode_fail(text, PARTD_EINVALID, &pb);
+    tu_assert_error(&pb, "/options/sac/ac_units/1", "no module \"T.b\"");
+    tu_assert_error(&pb, "/options/sac/fsdp_units/1", "no module \"nope\"");
+    partd_problem_free(&pb);
+    free(text);
+    text = request_text(&t, "{\"fsdp_units\":[\"T.b1\"]}", 1);
+    tu_decode_fail(text, PARTD_EINVALID, &pb);
+    tu_assert_error(&pb, "/options/sac/fsdp_units", "must be an FSDP unit");
+    partd_problem_free(&pb);
+    free(text);
+}
+
 static void test_end_to_end(void **state)
 {
     (void)state;
@@ -1396,6 +1433,8 @@ int main(void)
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_cancel_while_waiting_for_the_solver),
         cmocka_unit_test(test_concurrent_plans),
+        cmocka_unit_test(test_budget_defaults_to_smallest_device),
+        cmocka_unit_test(test_unknown_units_fail_decoding),
         cmocka_unit_test(test_end_to_end),
         cmocka_unit_test(test_end_to_end_errors),
     };
