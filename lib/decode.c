@@ -1240,12 +1240,38 @@ static int decode_root(decoder *d, json_t *root, const partd_decode_limits *lim)
     return partd_request_validate(d->req, d->r.pb);
 }
 
+/* jansson reports an allocation failure inside a string or a number as a
+ * syntax error ("invalid token"), which would turn a server out of memory
+ * into a 400 for a good body. A body that fails to parse is parsed once
+ * more: malformed JSON fails the same way again, while a body that parses
+ * the second time failed for want of memory the first time (err then says
+ * so). Only malformed bodies pay for the second parse. */
+static json_t *parse_body(const char *body, size_t len, json_error_t *err)
+{
+    const size_t flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
+    json_t *root = json_loadb(body, len, flags, err);
+    if (root || json_error_code(err) == json_error_out_of_memory)
+        return root;
+    root = json_loadb(body, len, flags, err);
+    if (root) {
+        json_decref(root);
+        root = NULL;
+        err->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
+    }
+    return root;
+}
+
 int partd_request_decode(const char *body, size_t len, const partd_decode_limits *lim,
                          partd_request **out, partd_problem *pb)
 {
     *out = NULL;
     json_error_t err;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    json_t *root = parse_body(body, len, &err);
+    if (!root && json_error_code(&err) == json_error_out_of_memory) {
+        partd_problem_set(pb, 503, "out-of-memory", "Out of memory",
+                          "the server ran out of memory parsing the request");
+        return PARTD_ENOMEM;
+    }
     if (!root) {
         partd_problem_set(pb, 400, "malformed-json", "Malformed JSON",
                           "the body is not valid JSON: %s (line %d, column %d, byte %d)",

@@ -8,9 +8,9 @@
  * a default hashes like one that leaves it out.
  */
 #include "hash.h"
+#include "sha256.h"
 
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +32,12 @@ static void to_hex(const unsigned char *md, unsigned n, char out[72])
 
 int partd_sha256_hex(const void *data, size_t len, char out[72])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL))
-        return PARTD_EINTERNAL;
-    to_hex(md, n, out);
+    unsigned char md[PARTD_SHA256_BYTES];
+    partd_sha256 c;
+    partd_sha256_init(&c);
+    partd_sha256_update(&c, data, len);
+    partd_sha256_final(&c, md);
+    to_hex(md, sizeof md, out);
     return PARTD_OK;
 }
 
@@ -47,7 +48,7 @@ static const char *const op_names[] = {"placeholder", "get_attr", "call_module",
  * large chunks. Strings of plain printable ASCII (node names, almost always)
  * are copied verbatim; anything else is escaped by jansson. */
 typedef struct digest_writer {
-    EVP_MD_CTX *ctx;
+    partd_sha256 ctx;
     char buf[1 << 16];
     size_t n;
     int failed;
@@ -55,8 +56,8 @@ typedef struct digest_writer {
 
 static void w_flush(digest_writer *w)
 {
-    if (w->n && !EVP_DigestUpdate(w->ctx, w->buf, w->n))
-        w->failed = 1;
+    if (w->n)
+        partd_sha256_update(&w->ctx, w->buf, w->n);
     w->n = 0;
 }
 
@@ -65,8 +66,7 @@ static void w_raw(digest_writer *w, const char *s, size_t len)
     if (len > sizeof w->buf - w->n) {
         w_flush(w);
         if (len > sizeof w->buf) {
-            if (!EVP_DigestUpdate(w->ctx, s, len))
-                w->failed = 1;
+            partd_sha256_update(&w->ctx, s, len);
             return;
         }
     }
@@ -218,9 +218,9 @@ static int hash_graph(const partd_request *r, const char *modules_canonical, cha
     digest_writer *w = calloc(1, sizeof *w);
     uint32_t *by_request = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *by_request);
     int rc = -1;
-    if (!w || !by_request || !(w->ctx = EVP_MD_CTX_new()) ||
-        !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL))
+    if (!w || !by_request)
         goto out;
+    partd_sha256_init(&w->ctx);
     for (uint32_t p = 0; p < g->n_nodes; p++)
         by_request[g->request_index[p]] = p;
     w_lit(w, "{");
@@ -237,15 +237,13 @@ static int hash_graph(const partd_request *r, const char *modules_canonical, cha
     }
     w_lit(w, "]}");
     w_flush(w);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    if (w->failed || !EVP_DigestFinal_ex(w->ctx, md, &n))
+    if (w->failed)
         goto out;
-    to_hex(md, n, out);
+    unsigned char md[PARTD_SHA256_BYTES];
+    partd_sha256_final(&w->ctx, md);
+    to_hex(md, sizeof md, out);
     rc = 0;
 out:
-    if (w)
-        EVP_MD_CTX_free(w->ctx);
     free(w);
     free(by_request);
     return rc;
