@@ -1229,7 +1229,7 @@ static int decode_root(decoder *d, json_t *root, const partd_decode_limits *lim)
     else
         decode_graph(d, graph, lim);
     decode_devices(d, json_object_get(root, "devices"), lim);
-    if (d->req->graph.n_nodes)
+    if (d->req->graph.n_nodes && !d->r.oom) /* a failed allocation leaves arrays NULL */
         link_graph(d);
     decode_options(d, json_object_get(root, "options"));
     if (d->r.oom)

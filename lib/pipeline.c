@@ -325,12 +325,12 @@ static int fill_boundaries(const pl_model *md, const int32_t *cuts, partd_plan *
 {
     const partd_graph *g = &md->req->graph;
     uint32_t S = md->stages, nb = S - 1;
-    plan->n_boundaries = nb;
     if (nb == 0)
         return PARTD_OK;
     plan->boundaries = calloc(nb, sizeof *plan->boundaries);
     if (!plan->boundaries)
         return PARTD_ENOMEM;
+    plan->n_boundaries = nb; /* only now: partd_plan_free walks them */
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t j = 0; j < nb; j++) {
             partd_boundary *b = &plan->boundaries[j];
