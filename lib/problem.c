@@ -106,6 +106,12 @@ static json_t *text_value(const char *s)
     return v;
 }
 
+/* o[key] = v; -1 when v is NULL or the set fails. */
+static int set(json_t *o, const char *key, json_t *v)
+{
+    return v && json_object_set_new(o, key, v) == 0 ? 0 : -1;
+}
+
 char *partd_problem_to_json(const partd_problem *p, size_t *len)
 {
     json_t *doc = json_object();
@@ -115,19 +121,39 @@ char *partd_problem_to_json(const partd_problem *p, size_t *len)
         json_decref(errors);
         return NULL;
     }
-    json_object_set_new(doc, "type", text_value(p->type ? p->type : "about:blank"));
-    json_object_set_new(doc, "title", text_value(p->title ? p->title : "Error"));
-    json_object_set_new(doc, "status", json_integer(p->status ? p->status : 500));
-    json_object_set_new(doc, "detail", text_value(p->detail ? p->detail : ""));
-    for (uint32_t i = 0; i < p->n_errors; i++) {
+    /* Every step checked: a document with a member missing is never
+     * written (NULL instead, as for any allocation failure). The *_new
+     * calls steal their value even when they fail. */
+    int rc = set(doc, "type", text_value(p->type ? p->type : "about:blank"));
+    rc |= set(doc, "title", text_value(p->title ? p->title : "Error"));
+    rc |= set(doc, "status", json_integer(p->status ? p->status : 500));
+    rc |= set(doc, "detail", text_value(p->detail ? p->detail : ""));
+    for (uint32_t i = 0; rc == 0 && i < p->n_errors; i++) {
         json_t *e = json_object();
-        json_object_set_new(e, "pointer", text_value(p->errors[i].pointer));
-        json_object_set_new(e, "message", text_value(p->errors[i].message));
-        json_array_append_new(errors, e);
+        if (!e) {
+            rc = -1;
+            break;
+        }
+        rc |= set(e, "pointer", text_value(p->errors[i].pointer));
+        rc |= set(e, "message", text_value(p->errors[i].message));
+        if (rc || json_array_append_new(errors, e) != 0) {
+            if (rc)
+                json_decref(e);
+            rc = -1;
+        }
     }
-    json_object_set_new(doc, "errors", errors);
-    if (p->dropped)
-        json_object_set_new(doc, "errors_dropped", json_integer(p->dropped));
+    if (rc) {
+        json_decref(errors);
+        json_decref(doc);
+        return NULL;
+    }
+    rc = set(doc, "errors", errors);
+    if (rc == 0 && p->dropped)
+        rc = set(doc, "errors_dropped", json_integer(p->dropped));
+    if (rc) {
+        json_decref(doc);
+        return NULL;
+    }
     return partd_json_dump_line(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII, len);
 }
 
