@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "json_read.h"
 #include "modules.h"
 #include "partd.h"
 #include "pipeline.h"
@@ -39,6 +40,45 @@ static int check_units(const partd_request *req, const uint32_t *names, uint32_t
     return bad;
 }
 
+/* The SAC model's byte figures stay within 2^53 (the contract's bound on
+ * every sum partd forms): a module's peak is at most its activations
+ * (act_total + act_grad_per_module) plus the fixed bytes (the root's
+ * param_per_module + its grad_total), and with FSDP units every budget and
+ * peak in the result may add the reserve, three times the largest unit's
+ * parameters (at most three times all modules' param_per_module). Sums in
+ * 128 bits: each figure is at most 2^53 and there are fewer than 2^32. */
+static int check_sac_bytes(const partd_request *req, int fsdp, partd_problem *pb)
+{
+    const partd_modules *m = req->modules;
+    const __int128 max = PARTD_MAX_BYTES;
+    char ptr[128];
+    __int128 params = 0;
+    for (uint32_t i = 0; i < m->n; i++)
+        params += m->mods[i].param_per_module;
+    __int128 reserve = fsdp ? 3 * params : 0;
+    if (reserve > max) {
+        partd_problem_add(pb, "/graph/modules/mod_stats",
+                          "three times the modules' param_per_module (the FSDP reserve) "
+                          "is more than 2^53 bytes");
+        return PARTD_EINVALID;
+    }
+    int bad = 0;
+    for (uint32_t i = 0; i < m->n; i++) {
+        const partd_module *mod = &m->mods[i];
+        __int128 peak = (__int128)mod->act_total + mod->act_grad_per_module +
+                        m->mods[0].param_per_module + mod->grad_total + reserve;
+        if (peak <= max)
+            continue;
+        snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%u", mod->request_index);
+        partd_problem_add(pb, ptr,
+                          "act_total + act_grad_per_module + grad_total + the root's "
+                          "param_per_module%s add up to more than 2^53 bytes",
+                          fsdp ? " + the FSDP reserve" : "");
+        bad = 1;
+    }
+    return bad ? PARTD_EINVALID : PARTD_OK;
+}
+
 /* What sac.c's build_tree requires of the options. */
 static int check_sac(const partd_request *req, partd_problem *pb)
 {
@@ -62,7 +102,9 @@ static int check_sac(const partd_request *req, partd_problem *pb)
                           partd_str(&req->strings, req->modules->mods[0].fqn));
         bad = 1;
     }
-    return bad ? PARTD_EINVALID : PARTD_OK;
+    if (!bad)
+        return check_sac_bytes(req, n_fsdp > 0, pb);
+    return PARTD_EINVALID;
 }
 
 int partd_request_validate(const partd_request *req, partd_problem *pb)

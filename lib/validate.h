@@ -6,7 +6,8 @@
  * this unit owns the ones that need the graph linked and the options read
  * together: cut_after names against the graph (mode pipeline), options.sac
  * against graph.modules (modules present, ac_units and fsdp_units naming
- * modules, the root an FSDP unit). partd_request_decode runs it last, so the
+ * modules, the root an FSDP unit, the SAC model's byte figures within
+ * 2^53). partd_request_decode runs it last, so the
  * daemon's POST path and `partd plan` both refuse such a request up front;
  * the planners keep their own checks only as a guard.
  *

@@ -1338,6 +1338,37 @@ static void test_unknown_units_fail_decoding(void **state)
     free(text);
 }
 
+/* Module figures whose peak would pass 2^53 are refused, naming the
+ * module; at 2^53 they are fine. */
+static void test_module_bytes_are_bounded_by_2_53(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    /* T.b1: act_total + act_grad + grad_total + the root's params */
+    t.m[3].act_total = (INT64_C(1) << 53) - 1000000 - 2000000 - 1000000;
+    char *text = request_text(&t, "{}", 1);
+    partd_request *r = tu_decode_ok(text);
+    partd_request_free(r);
+    free(text);
+    t.m[3].act_total += 1;
+    text = request_text(&t, "{}", 1);
+    partd_problem pb;
+    tu_decode_fail(text, PARTD_EINVALID, &pb);
+    char ptr[64];
+    json_t *doc = json_loads(text, 0, NULL);
+    json_t *stats = json_object_get(json_object_get(json_object_get(doc, "graph"), "modules"),
+                                    "mod_stats");
+    for (size_t k = 0; k < json_array_size(stats); k++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(stats, k), "fqn")),
+                   "T.b1") == 0)
+            snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu", k);
+    tu_assert_error(&pb, ptr, "add up to more than 2^53");
+    json_decref(doc);
+    partd_problem_free(&pb);
+    free(text);
+}
+
 static void test_end_to_end(void **state)
 {
     (void)state;
@@ -1435,6 +1466,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_plans),
         cmocka_unit_test(test_budget_defaults_to_smallest_device),
         cmocka_unit_test(test_unknown_units_fail_decoding),
+        cmocka_unit_test(test_module_bytes_are_bounded_by_2_53),
         cmocka_unit_test(test_end_to_end),
         cmocka_unit_test(test_end_to_end_errors),
     };
