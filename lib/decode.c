@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "json_guard.h"
 #include "json_read.h"
 #include "modules.h"
 #include "partd.h"
@@ -1240,20 +1241,14 @@ static int decode_root(decoder *d, json_t *root, const partd_decode_limits *lim)
     return partd_request_validate(d->req, d->r.pb);
 }
 
-/* jansson reports an allocation failure inside a string or a number as a
- * syntax error ("invalid token"), which would turn a server out of memory
- * into a 400 for a good body. A body that fails to parse is parsed once
- * more: malformed JSON fails the same way again, while a body that parses
- * the second time failed for want of memory the first time (err then says
- * so). Only malformed bodies pay for the second parse. */
+/* The parsed body, or NULL with err filled; err says out of memory when an
+ * allocation failed anywhere in the parse (jansson itself reports some of
+ * them as syntax errors, and must not go on after one: json_guard.h). */
 static json_t *parse_body(const char *body, size_t len, json_error_t *err)
 {
-    const size_t flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
-    json_t *root = json_loadb(body, len, flags, err);
-    if (root || json_error_code(err) == json_error_out_of_memory)
-        return root;
-    root = json_loadb(body, len, flags, err);
-    if (root) {
+    partd_json_guard_begin();
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, err);
+    if (partd_json_guard_end()) {
         json_decref(root);
         root = NULL;
         err->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "partd.h"
+#include "problem.h"
 
 #define DUMP_FLAGS (JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17))
 
@@ -100,7 +101,7 @@ static void w_str(digest_writer *w, const partd_request *r, uint32_t id)
         return;
     }
     json_t *js = json_stringn(s, len);
-    char *text = js ? json_dumps(js, DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
+    char *text = js ? partd_json_dumps(js, DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
     json_decref(js);
     if (!text) {
         w->failed = 1;
@@ -314,7 +315,7 @@ static int hash_cache_key(const partd_request *r, char out[72])
                             "planner_version", PARTD_PLANNER_VERSION);
     if (!doc)
         return -1;
-    char *s = json_dumps(doc, DUMP_FLAGS);
+    char *s = partd_json_dumps(doc, DUMP_FLAGS);
     json_decref(doc);
     if (!s)
         return -1;

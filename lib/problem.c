@@ -157,23 +157,70 @@ char *partd_problem_to_json(const partd_problem *p, size_t *len)
     return partd_json_dump_line(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII, len);
 }
 
-char *partd_json_dump_line(json_t *doc, size_t flags, size_t *len)
+/* Text being dumped. jansson's dumper ignores a failed write of an
+ * object's key and carries on (dump.c: dump_string's result unused), so a
+ * buffer that failed to grow once must refuse every later write: then the
+ * dump fails as a whole instead of coming back with a key missing. */
+typedef struct dump_buf {
+    char *data;
+    size_t used, cap;
+    int failed;
+} dump_buf;
+
+static int dump_append(const char *bytes, size_t n, void *ctx)
 {
-    char *s = json_dumps(doc, flags);
-    json_decref(doc);
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *out = realloc(s, n + 2);
-    if (!out) {
-        free(s);
+    dump_buf *b = ctx;
+    if (b->failed)
+        return -1;
+    if (n + 2 > b->cap - b->used) { /* room for a newline and NUL too */
+        size_t cap = b->cap ? b->cap : 4096;
+        while (n + 2 > cap - b->used) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = 1;
+                return -1;
+            }
+            cap *= 2;
+        }
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = 1;
+            return -1;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->used, bytes, n);
+    b->used += n;
+    return 0;
+}
+
+/* The dump of doc with `suffix` (0 or '\n') appended, NUL-terminated. */
+static char *dump_with(const json_t *doc, size_t flags, char suffix, size_t *len)
+{
+    dump_buf b = {0};
+    if (json_dump_callback(doc, dump_append, &b, flags) != 0 || b.failed ||
+        dump_append("", 0, &b) != 0) {
+        free(b.data);
         return NULL;
     }
-    out[n] = '\n';
-    out[n + 1] = '\0';
+    if (suffix)
+        b.data[b.used++] = suffix;
+    b.data[b.used] = '\0';
     if (len)
-        *len = n + 1;
-    return out;
+        *len = b.used;
+    return b.data;
+}
+
+char *partd_json_dumps(const json_t *doc, size_t flags)
+{
+    return dump_with(doc, flags, 0, NULL);
+}
+
+char *partd_json_dump_line(json_t *doc, size_t flags, size_t *len)
+{
+    char *s = dump_with(doc, flags, '\n', len);
+    json_decref(doc);
+    return s;
 }
 
 void partd_pointer_append(char *buf, size_t cap, const char *token)
