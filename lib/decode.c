@@ -1013,10 +1013,9 @@ static void decode_pipeline_options(decoder *d, json_t *o, uint32_t default_stag
     if (partd_read_object(r, o, "/options/pipeline", NULL) != 0)
         return;
     partd_read_reject_unknown(r, o, "/options/pipeline", members, 0);
-    if ((v = json_object_get(o, "stages"))) {
-        if (partd_read_int(r, v, "/options/pipeline/stages", 1, INT32_MAX, &x) != 0)
-            ;
-        else if (x > default_stages)
+    if ((v = json_object_get(o, "stages")) &&
+        partd_read_int(r, v, "/options/pipeline/stages", INT64_MIN, INT64_MAX, &x) == 0) {
+        if (x < 1 || x > default_stages)
             partd_problem_add(r->pb, "/options/pipeline/stages",
                               "must be between 1 and %u (the smaller of the number of "
                               "devices and of operation nodes), not %lld",
