@@ -27,8 +27,14 @@ FIRST = 50
 EXAMPLES = ["resnet50", "resnet50-size_based", "gpt2-small", "vit_b_16", "gpt2-sac"]
 # The SAC solver (CBC, C++) throws std::bad_alloc from deep inside its own
 # code; until the solve runs in a child process whose failure maps to an
-# error, an allocation failure inside it aborts the process.
+# error, an allocation failure inside it aborts the process. For these
+# examples such an abort, and only that, is an expected failure: every
+# other point must still be clean.
 SOLVER_ABORTS = {"gpt2-sac"}
+
+
+def solver_abort(r):
+    return r.returncode == -6 and b"std::bad_alloc" in r.stderr
 
 
 def run(request, env_extra):
@@ -68,12 +74,10 @@ def test_shim_fails_the_allocation_it_is_told_to(shim, tmp_path):
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_allocation_failure_is_a_clean_exit(shim, tmp_path, example):
-    if example in SOLVER_ABORTS:
-        pytest.skip("CBC aborts on std::bad_alloc until the solve is isolated")
     request = ROOT / "examples" / example / "request.json"
     total, expected = count_allocations(request, tmp_path)
     assert expected == (ROOT / "examples" / example / "result.json").read_bytes()
-    bad = []
+    bad, aborts = [], []
     for n in failure_points(total):
         r = run(request, {"PARTD_FAIL_AT": str(n)})
         lines = r.stderr.decode(errors="replace").splitlines()
@@ -81,5 +85,11 @@ def test_every_allocation_failure_is_a_clean_exit(shim, tmp_path, example):
             continue
         if r.returncode == 1 and r.stdout == b"" and len(lines) == 1 and lines[0]:
             continue
+        if example in SOLVER_ABORTS and solver_abort(r):
+            aborts.append(n)
+            continue
         bad.append((n, r.returncode, r.stdout[:80], r.stderr[:300]))
     assert not bad, f"{len(bad)} of {len(failure_points(total))} failure points of {total}: {bad[:5]}"
+    if aborts:
+        pytest.xfail(f"{len(aborts)} failure points inside the CBC solve abort the process "
+                     f"(std::bad_alloc), e.g. {aborts[:3]}")
