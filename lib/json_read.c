@@ -161,12 +161,30 @@ int partd_json_integral(const json_t *v, int64_t *out)
     return 1;
 }
 
+/* For a v that partd_json_integral refused: 1 (reported) when it is a real
+ * without a fraction, i.e. an integer too large to hold: out of range rather
+ * than "not an integer". */
+static int huge_integral(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                         int64_t max)
+{
+    if (!json_is_real(v) || floor(json_real_value(v)) != json_real_value(v))
+        return 0;
+    char lo[24], hi[24], num[32];
+    bound_text(lo, sizeof lo, min);
+    bound_text(hi, sizeof hi, max);
+    partd_problem_add(r->pb, ptr, "must be between %s and %s, not %s", lo, hi,
+                      number_text(num, sizeof num, json_real_value(v)));
+    return 1;
+}
+
 int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
                      int64_t *out)
 {
     int64_t x;
     char num[32];
     if (!partd_json_integral(v, &x)) {
+        if (huge_integral(r, v, ptr, min, PARTD_MAX_BYTES))
+            return -1;
         /* A fraction is most likely a computed size that lost its integer
          * type: show the value. */
         if (json_is_real(v))
@@ -188,6 +206,8 @@ int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
     int64_t x;
     char num[32];
     if (!partd_json_integral(v, &x)) {
+        if (huge_integral(r, v, ptr, min, max))
+            return -1;
         if (json_is_real(v))
             partd_problem_add(r->pb, ptr, "must be an integer, not %s; an integer is needed",
                               number_text(num, sizeof num, json_real_value(v)));

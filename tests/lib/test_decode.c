@@ -382,6 +382,13 @@ static void test_a_fraction_needs_an_integer(void **state)
     expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV
                  ",\"options\":{\"pipeline\":{\"microbatches\":2.5}}}",
                  "/options/pipeline/microbatches", "an integer is needed");
+    /* an integer too large to hold is out of range, not "not an integer" */
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"output_bytes\":1e300}]}," DEV "}",
+                 "/graph/nodes/0/output_bytes", "must be between 0 and 2^53, not 1e+300");
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV
+                 ",\"options\":{\"pipeline\":{\"microbatches\":1e20}}}",
+                 "/options/pipeline/microbatches", "must be between 1 and 1024, not 1e+20");
 }
 
 /* Sums near 2^53: exactly 2^53 is fine, one byte more names the member
