@@ -120,16 +120,25 @@ deps:
 unit-test: $(TEST_BIN) $(PARTD)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; PARTD_BIN=$(abspath $(PARTD)) $$t; done
 
+# The allocation-failure shim (tests/faults/failmalloc.c), preloaded by
+# tests/cli/test_alloc_failure.py to fail the Nth allocation of a run.
+FAILMALLOC := $(BUILD)/tests/libfailmalloc.so
+
+$(FAILMALLOC): tests/faults/failmalloc.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -g -fPIC -shared -o $@ $< -ldl
+
 # Integration (real daemon on loopback) and Python tool tests.
 # Each directory runs in its own pytest process: they have their own
 # conftest.py helpers, imported by name.
 PY_TEST_DIRS := tests/cli tests/integration tests/python
 
-py-test: $(PARTD)
+py-test: $(PARTD) $(FAILMALLOC)
 	@if ! $(PYTHON) -c 'import pytest' 2>/dev/null; then \
 		echo "pytest is not installed for $(PYTHON) (make deps)"; exit 1; fi
 	@set -e; for d in $(PY_TEST_DIRS); do echo "== pytest $$d"; \
-		PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) -m pytest -q -p no:cacheprovider $$d; done
+		PARTD_BIN=$(abspath $(PARTD)) PARTD_FAILMALLOC=$(abspath $(FAILMALLOC)) \
+		$(PYTHON) -m pytest -q -p no:cacheprovider $$d; done
 
 # The integration suite once more with every daemon on a PostgreSQL store
 # (a throw-away server the suite starts; skipped when postgresql is not

@@ -71,6 +71,11 @@ static int plan_buffer(const char *body, size_t len, const char *out_path)
             rc = PARTD_EIO;
         }
         free(result);
+    } else if (exit_code_for(rc) == EXIT_FAILURE_OTHER) {
+        /* Not the request's fault (out of memory, an internal error): a
+         * line for the operator, not a problem document about the input. */
+        fprintf(stderr, "partd plan: %s%s%s\n", partd_strerror(rc), pb.detail ? ": " : "",
+                pb.detail ? pb.detail : "");
     } else {
         print_problem(&pb);
     }

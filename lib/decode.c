@@ -22,17 +22,34 @@
 #include "enums.h"
 #include "decode_training.h"
 #include "hash.h"
+#include "json_guard.h"
 #include "json_read.h"
 #include "modules.h"
 #include "partd.h"
+#include "validate.h"
 
-/* Sums of bytes across the graph stay far below INT64_MAX even when a
- * planner multiplies them by microbatches (<= MAX_MICROBATCHES) or by
- * param_factor (<= MAX_PARAM_FACTOR). */
-#define MAX_GRAPH_BYTES (INT64_C(1) << 50)
+/* Bounds proven here and relied on by the planners (contract: bytes and
+ * every sum partd forms from them are at most 2^53):
+ *   - each node's params add up to at most 2^53 (decode_params);
+ *   - the output_bytes and param_bytes of all nodes add up to at most 2^53
+ *     (check_nodes), so every partition's memory, parameters, received and
+ *     boundary bytes, each a sum of distinct nodes' figures, fits too;
+ *   - the devices' memory_bytes add up to at most 2^53 (decode_devices).
+ * A planner that multiplies a sum by microbatches (<= MAX_MICROBATCHES) or
+ * param_factor (<= MAX_PARAM_FACTOR) stays below 2^69 and computes it in
+ * 128 bits (pipeline_model.h). Times: every latency is at most
+ * MAX_LATENCY_MS, speeds lie in [MIN_SPEED, MAX_SPEED] and the transfer
+ * rate is at least MIN_RATE, so a sum of 2^32 nodes' times divided by a
+ * speed, and 1000 * 2^53 bytes / rate, stay far below DBL_MAX. */
+#define MAX_GRAPH_BYTES PARTD_MAX_BYTES
 #define MAX_MICROBATCHES 1024
 #define MAX_PARAM_FACTOR 64.0
 #define MAX_TIME_LIMIT_MS 86400000.0
+#define MAX_LATENCY_MS 1e12
+#define MIN_SPEED 1e-9
+#define MAX_SPEED 1e9
+#define MIN_RATE 1.0
+#define MAX_RATE 1e18
 
 typedef struct decoder {
     partd_request *req;
@@ -46,6 +63,10 @@ typedef struct decoder {
     uint32_t *par_name;     /* param name ids */
     int64_t *par_bytes;
     uint32_t n_par_names;
+    /* par_seen[string id] = node index + 1 of the last node that named the
+     * parameter: the repeat check is one lookup per parameter. */
+    uint32_t *par_seen;
+    uint32_t par_seen_cap;
     char *modules_canonical;
 } decoder;
 
@@ -54,6 +75,14 @@ typedef struct decoder {
 static void add(decoder *d, const char *ptr, const char *msg)
 {
     partd_problem_add(d->r.pb, ptr, "%s", msg);
+}
+
+/* An allocation failed: the request fails with ENOMEM (503, exit 1), never
+ * with a 422 nor, worse, as a request decoded without the part that failed. */
+static void oom(decoder *d, const char *ptr)
+{
+    d->r.oom = 1;
+    add(d, ptr, "out of memory");
 }
 
 /* first[i] = the smallest index whose key equals keys[i] (i itself for a
@@ -104,7 +133,7 @@ static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
     }
     uint32_t *ids = calloc(n ? n : 1, sizeof *ids);
     if (!ids) {
-        add(d, ptr, "out of memory");
+        oom(d, ptr);
         return -1;
     }
     int bad = 0;
@@ -119,7 +148,7 @@ static int get_name_list(decoder *d, json_t *v, const char *ptr, uint32_t max,
             keys[i] = ids[i] == PARTD_STR_NONE ? -1 : (int64_t)ids[i];
     }
     if (!keys || !first || first_occurrences(keys, (uint32_t)n, first) != 0) {
-        add(d, ptr, "out of memory");
+        oom(d, ptr);
         bad = 1;
     } else {
         for (size_t i = 0; i < n; i++)
@@ -204,6 +233,36 @@ static void decode_inputs(decoder *d, json_t *v, const char *base)
     }
 }
 
+/* *total += b; 1 when the sum passes 2^53 (the contract's bound on every
+ * sum of bytes), leaving *total unspecified. */
+static int add_bytes(int64_t *total, int64_t b)
+{
+    return __builtin_add_overflow(*total, b, total) || *total > PARTD_MAX_BYTES;
+}
+
+/* 1 when the current node already named parameter `id`; records it
+ * otherwise. An allocation failure is reported at ptr and counts as seen
+ * (the request fails either way). */
+static int param_seen(decoder *d, uint32_t id, const char *ptr)
+{
+    if (id >= d->par_seen_cap) {
+        uint32_t cap = d->req->strings.count > id ? d->req->strings.count : id + 1;
+        cap = cap < 1024 ? 1024 : cap + cap / 2;
+        uint32_t *a = realloc(d->par_seen, (size_t)cap * sizeof *a);
+        if (!a) {
+            oom(d, ptr);
+            return 1;
+        }
+        memset(a + d->par_seen_cap, 0, (size_t)(cap - d->par_seen_cap) * sizeof *a);
+        d->par_seen = a;
+        d->par_seen_cap = cap;
+    }
+    if (d->par_seen[id] == d->n + 1)
+        return 1;
+    d->par_seen[id] = d->n + 1;
+    return 0;
+}
+
 static int64_t decode_params(decoder *d, json_t *v, const char *base)
 {
     char ptr[PARTD_POINTER_CAP], p[PARTD_POINTER_CAP], q[PARTD_POINTER_CAP];
@@ -226,20 +285,23 @@ static int64_t decode_params(decoder *d, json_t *v, const char *base)
         int ok = 0;
         if ((m = partd_read_required(&d->r, e, p, "bytes", q)))
             ok = partd_read_bytes(&d->r, m, q, 0, &b) == 0;
-        for (uint32_t j = d->par_name_off[d->n] ; id != PARTD_STR_NONE && j < d->n_par_names; j++)
-            if (d->par_name[j] == id) {
-                partd_pointer_member(q, p, "name");
-                partd_problem_add(d->r.pb, q, "names parameter \"%s\" twice",
-                                  partd_str(&d->req->strings, id));
-                id = PARTD_STR_NONE;
-            }
+        if (id != PARTD_STR_NONE && param_seen(d, id, p)) {
+            partd_pointer_member(q, p, "name");
+            partd_problem_add(d->r.pb, q, "names parameter \"%s\" twice",
+                              partd_str(&d->req->strings, id));
+            id = PARTD_STR_NONE;
+        }
         if (id != PARTD_STR_NONE && ok) {
             d->par_name[d->n_par_names] = id;
             d->par_bytes[d->n_par_names++] = b;
-            total += b;
+            if (total >= 0 && add_bytes(&total, b)) {
+                partd_pointer_member(q, p, "bytes");
+                add(d, q, "the node's parameters add up to more than 2^53 bytes here");
+                total = -1; /* reported once; the request is rejected */
+            }
         }
     }
-    return total;
+    return total < 0 ? 0 : total;
 }
 
 typedef enum node_member {
@@ -303,11 +365,11 @@ static void decode_node(decoder *d, json_t *node, size_t i)
         case M_MODULE: g->module[i] = partd_read_name(r, v, ptr); break;
         case M_INPUTS: decode_inputs(d, v, base); break;
         case M_OUTPUT_BYTES: partd_read_bytes(r, v, ptr, 0, &g->output_bytes[i]); break;
-        case M_LATENCY: partd_read_number(r, v, ptr, 0, 0, 1e12, &g->latency_ms[i]); break;
-        case M_MEM_LATENCY: partd_read_number(r, v, ptr, 0, 0, 1e12, &g->mem_latency_ms[i]); break;
+        case M_LATENCY: partd_read_number(r, v, ptr, 0, 0, MAX_LATENCY_MS, &g->latency_ms[i]); break;
+        case M_MEM_LATENCY: partd_read_number(r, v, ptr, 0, 0, MAX_LATENCY_MS, &g->mem_latency_ms[i]); break;
         case M_BACKWARD:
             g->has_backward[i] =
-                partd_read_number(r, v, ptr, 0, 0, 1e12, &g->backward_ms[i]) == 0;
+                partd_read_number(r, v, ptr, 0, 0, MAX_LATENCY_MS, &g->backward_ms[i]) == 0;
             break;
         case M_META: partd_read_object(r, v, ptr, NULL); break;
         case M_UNKNOWN: add(d, ptr, "unknown member"); break;
@@ -379,10 +441,17 @@ static void check_nodes(decoder *d, uint32_t *name_node)
         }
         if (partd_op_is_operation(g->op[i]))
             g->n_ops++;
-        total += g->output_bytes[i] + g->param_bytes[i];
-        if (total > MAX_GRAPH_BYTES) {
-            total = INT64_MIN / 2; /* report once */
-            add(d, "/graph/nodes", "the nodes' bytes add up to more than 2^50");
+        const char *member = NULL;
+        if (total >= 0 && add_bytes(&total, g->output_bytes[i]))
+            member = "output_bytes";
+        else if (total >= 0 && add_bytes(&total, g->param_bytes[i]))
+            member = g->has_params[i] ? "params" : "param_bytes";
+        if (member) {
+            partd_pointer_index(ptr, "/graph/nodes", i);
+            partd_pointer_append(ptr, PARTD_POINTER_CAP, member);
+            add(d, ptr, "the nodes' output_bytes and parameter bytes add up to more than "
+                        "2^53 here");
+            total = -1; /* reported once */
         }
     }
     if (g->n_nodes && g->n_ops == 0)
@@ -392,10 +461,12 @@ static void check_nodes(decoder *d, uint32_t *name_node)
 
 /* Resolves input names to request indices (in place in d->in_name) and
  * removes repeats. */
-static void resolve_inputs(decoder *d, const uint32_t *name_node)
+static void resolve_inputs(decoder *d, const uint32_t *name_node, uint32_t *seen)
 {
     partd_graph *g = &d->req->graph;
     char ptr[PARTD_POINTER_CAP];
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        seen[i] = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         uint32_t w = d->in_name_off[i];
         for (uint32_t k = d->in_name_off[i]; k < d->in_name_off[i + 1]; k++) {
@@ -416,12 +487,11 @@ static void resolve_inputs(decoder *d, const uint32_t *name_node)
                                   partd_str(&d->req->strings, d->in_name[k]));
                 continue;
             }
-            int repeat = 0;
-            for (uint32_t j = d->in_name_off[i]; j < w; j++)
-                if (d->in_name[j] == target)
-                    repeat = 1;
-            if (!repeat)
+            /* seen[target] == i + 1: node i already reads target. */
+            if (seen[target] != i + 1) {
+                seen[target] = i + 1;
                 d->in_name[w++] = target;
+            }
         }
         /* Compact: later nodes' entries start at their own offsets, so keep
          * the end marker by filling the gap with a sentinel. */
@@ -520,7 +590,7 @@ static void report_cycle(decoder *d, const uint32_t *indegree)
     if (!seen_at || !path) {
         free(seen_at);
         free(path);
-        add(d, "/graph/nodes", "the graph has a cycle");
+        oom(d, "/graph/nodes");
         return;
     }
     for (uint32_t i = 0; i < n; i++)
@@ -557,6 +627,8 @@ static void report_cycle(decoder *d, const uint32_t *indegree)
         partd_pointer_append(ptr, PARTD_POINTER_CAP, "inputs");
         add(d, ptr, msg);
         free(msg);
+    } else {
+        oom(d, "/graph/nodes");
     }
     free(seen_at);
     free(path);
@@ -574,13 +646,17 @@ static int topological_order(decoder *d, uint32_t *order)
         return 0;
     }
     uint32_t *uoff, *uidx;
-    if (build_users(d, n, &uoff, &uidx) != 0)
+    if (build_users(d, n, &uoff, &uidx) != 0) {
+        oom(d, "/graph/nodes");
         return -1;
+    }
     uint32_t *indegree = calloc(n, sizeof *indegree);
     heap h = {malloc((size_t)n * sizeof(uint32_t)), 0};
     int rc = -1;
-    if (!indegree || !h.a)
+    if (!indegree || !h.a) {
+        oom(d, "/graph/nodes");
         goto out;
+    }
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t k = d->in_name_off[i]; k < d->in_name_off[i + 1]; k++)
             if (d->in_name[k] != PARTD_NONE)
@@ -763,7 +839,7 @@ static void decode_modules(decoder *d, json_t *modules)
     int rc = partd_modules_decode(modules, &d->req->strings, d->r.pb, &d->req->modules,
                                   &d->modules_canonical);
     if (rc == PARTD_ENOMEM)
-        add(d, "/graph/modules", "out of memory while decoding graph.modules");
+        oom(d, "/graph/modules");
 }
 
 static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *lim)
@@ -793,7 +869,7 @@ static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *l
         return;
     }
     if (alloc_graph(d, (uint32_t)n) != 0 || alloc_flat(d, nodes) != 0) {
-        add(d, "/graph/nodes", "out of memory");
+        oom(d, "/graph/nodes");
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -803,30 +879,30 @@ static void decode_graph(decoder *d, json_t *graph, const partd_decode_limits *l
         decode_modules(d, modules);
 }
 
-/* Runs the reference passes once every node has decoded. */
-static int link_graph(decoder *d)
+/* Runs the reference passes once every node has decoded. Failures are
+ * reported in the problem (d->r.oom set when an allocation failed). */
+static void link_graph(decoder *d)
 {
     partd_graph *g = &d->req->graph;
     uint32_t n = g->n_nodes;
     partd_strtab *st = &d->req->strings;
     uint32_t *name_node = malloc((size_t)(st->count ? st->count : 1) * sizeof *name_node);
     uint32_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
-    int rc = -1;
-    if (!name_node || !order)
+    if (!name_node || !order) {
+        oom(d, "/graph/nodes");
         goto out;
+    }
     for (uint32_t s = 0; s < st->count; s++)
         name_node[s] = PARTD_NONE;
     check_nodes(d, name_node);
-    resolve_inputs(d, name_node);
-    if (d->r.pb->n_errors)
+    resolve_inputs(d, name_node, order); /* order is scratch until sorted */
+    if (d->r.pb->n_errors || d->r.pb->dropped)
         goto out; /* an order of a graph with unknown references means nothing */
-    if (topological_order(d, order) != 0)
-        goto out;
-    rc = build_planning_order(d, order);
+    if (topological_order(d, order) == 0 && build_planning_order(d, order) != 0)
+        oom(d, "/graph/nodes");
 out:
     free(name_node);
     free(order);
-    return rc;
 }
 
 /* ---- devices and options ------------------------------------------------- */
@@ -862,7 +938,7 @@ static void check_device_repeats(decoder *d)
         }
     }
     if (!ok)
-        add(d, "/devices", "out of memory");
+        oom(d, "/devices");
     free(keys);
     free(first_name);
     free(first_id);
@@ -890,11 +966,12 @@ static void decode_devices(decoder *d, json_t *devices, const partd_decode_limit
     }
     d->req->devices = calloc(n, sizeof *d->req->devices);
     if (!d->req->devices) {
-        add(d, "/devices", "out of memory");
+        oom(d, "/devices");
         return;
     }
     d->req->n_devices = (uint32_t)n;
     char base[PARTD_POINTER_CAP], ptr[PARTD_POINTER_CAP];
+    int64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         partd_device *dev = &d->req->devices[i];
         json_t *o = json_array_get(devices, i), *v;
@@ -907,15 +984,20 @@ static void decode_devices(decoder *d, json_t *devices, const partd_decode_limit
         partd_read_reject_unknown(&d->r, o, base, device_members, 1);
         if ((v = partd_read_required(&d->r, o, base, "name", ptr)))
             dev->name = partd_read_name(&d->r, v, ptr);
-        if ((v = partd_read_required(&d->r, o, base, "memory_bytes", ptr)))
-            partd_read_bytes(&d->r, v, ptr, 1, &dev->memory_bytes);
+        if ((v = partd_read_required(&d->r, o, base, "memory_bytes", ptr)) &&
+            partd_read_bytes(&d->r, v, ptr, 1, &dev->memory_bytes) == 0 && total >= 0 &&
+            add_bytes(&total, dev->memory_bytes)) {
+            /* size_based sums every device's memory */
+            add(d, ptr, "the devices' memory_bytes add up to more than 2^53 here");
+            total = -1; /* reported once */
+        }
         if ((v = json_object_get(o, "logical_id"))) {
             partd_pointer_member(ptr, base, "logical_id");
             partd_read_int(&d->r, v, ptr, 0, INT32_MAX, &dev->logical_id);
         }
         if ((v = json_object_get(o, "speed"))) {
             partd_pointer_member(ptr, base, "speed");
-            partd_read_number(&d->r, v, ptr, 0, 1, 1e9, &dev->speed);
+            partd_read_number(&d->r, v, ptr, MIN_SPEED, 0, MAX_SPEED, &dev->speed);
         }
     }
     check_device_repeats(d);
@@ -935,17 +1017,15 @@ static void decode_pipeline_options(decoder *d, json_t *o, uint32_t default_stag
     if (partd_read_object(r, o, "/options/pipeline", NULL) != 0)
         return;
     partd_read_reject_unknown(r, o, "/options/pipeline", members, 0);
-    if ((v = json_object_get(o, "stages"))) {
-        if (!json_is_integer(v))
-            partd_problem_add(r->pb, "/options/pipeline/stages", "must be an integer, not %s",
-                              partd_json_type_name(v));
-        else if (json_integer_value(v) < 1 || json_integer_value(v) > default_stages)
+    if ((v = json_object_get(o, "stages")) &&
+        partd_read_int(r, v, "/options/pipeline/stages", INT64_MIN, INT64_MAX, &x) == 0) {
+        if (x < 1 || x > default_stages)
             partd_problem_add(r->pb, "/options/pipeline/stages",
                               "must be between 1 and %u (the smaller of the number of "
                               "devices and of operation nodes), not %lld",
-                              default_stages, (long long)json_integer_value(v));
+                              default_stages, (long long)x);
         else
-            po->stages = (uint32_t)json_integer_value(v);
+            po->stages = (uint32_t)x;
     }
     if ((v = json_object_get(o, "balance_by")) &&
         partd_read_enum(r, v, "/options/pipeline/balance_by", partd_balance_by_table.names, &e) == 0)
@@ -1035,7 +1115,7 @@ static void decode_options(decoder *d, json_t *o)
             partd_read_enum(&d->r, v, "/options/mode", partd_mode_table.names, &e) == 0)
             req->options.mode = (partd_mode)e;
         if ((v = json_object_get(o, "transfer_bytes_per_sec")))
-            partd_read_number(&d->r, v, "/options/transfer_bytes_per_sec", 0, 1, 1e18,
+            partd_read_number(&d->r, v, "/options/transfer_bytes_per_sec", MIN_RATE, 0, MAX_RATE,
                               &req->options.transfer_bytes_per_sec);
         decode_pipeline_options(d, json_object_get(o, "pipeline"), default_stages);
         decode_sac_options(d, json_object_get(o, "sac"));
@@ -1126,6 +1206,7 @@ static void decoder_free(decoder *d)
     free(d->par_name_off);
     free(d->par_name);
     free(d->par_bytes);
+    free(d->par_seen);
     free(d->modules_canonical);
 }
 
@@ -1157,10 +1238,30 @@ static int decode_root(decoder *d, json_t *root, const partd_decode_limits *lim)
     else
         decode_graph(d, graph, lim);
     decode_devices(d, json_object_get(root, "devices"), lim);
-    if (d->req->graph.n_nodes)
+    if (d->req->graph.n_nodes && !d->r.oom) /* a failed allocation leaves arrays NULL */
         link_graph(d);
     decode_options(d, json_object_get(root, "options"));
-    return d->r.pb->n_errors ? PARTD_EINVALID : PARTD_OK;
+    if (d->r.oom)
+        return PARTD_ENOMEM;
+    if (d->r.pb->n_errors || d->r.pb->dropped)
+        return PARTD_EINVALID;
+    /* The request is well formed: the checks that need all of it. */
+    return partd_request_validate(d->req, d->r.pb);
+}
+
+/* The parsed body, or NULL with err filled; err says out of memory when an
+ * allocation failed anywhere in the parse (jansson itself reports some of
+ * them as syntax errors, and must not go on after one: json_guard.h). */
+static json_t *parse_body(const char *body, size_t len, json_error_t *err)
+{
+    partd_json_guard_begin();
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, err);
+    if (partd_json_guard_end()) {
+        json_decref(root);
+        root = NULL;
+        err->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
+    }
+    return root;
 }
 
 int partd_request_decode(const char *body, size_t len, const partd_decode_limits *lim,
@@ -1168,7 +1269,12 @@ int partd_request_decode(const char *body, size_t len, const partd_decode_limits
 {
     *out = NULL;
     json_error_t err;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    json_t *root = parse_body(body, len, &err);
+    if (!root && json_error_code(&err) == json_error_out_of_memory) {
+        partd_problem_set(pb, 503, "out-of-memory", "Out of memory",
+                          "the server ran out of memory parsing the request");
+        return PARTD_ENOMEM;
+    }
     if (!root) {
         partd_problem_set(pb, 400, "malformed-json", "Malformed JSON",
                           "the body is not valid JSON: %s (line %d, column %d, byte %d)",

@@ -8,9 +8,9 @@
  * a default hashes like one that leaves it out.
  */
 #include "hash.h"
+#include "sha256.h"
 
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,7 @@
 #include "enums.h"
 #include "partd.h"
 #include "training_types.h"
+#include "problem.h"
 
 #define DUMP_FLAGS (JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17))
 
@@ -34,19 +35,23 @@ static void to_hex(const unsigned char *md, unsigned n, char out[72])
 
 int partd_sha256_hex(const void *data, size_t len, char out[72])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL))
-        return PARTD_EINTERNAL;
-    to_hex(md, n, out);
-    return PARTD_OK;
+    unsigned char md[PARTD_SHA256_BYTES];
+    partd_sha256 c;
+    int rc = partd_sha256_init(&c);
+    if (rc != PARTD_OK)
+        return rc;
+    partd_sha256_update(&c, data, len);
+    rc = partd_sha256_final(&c, md);
+    if (rc == PARTD_OK)
+        to_hex(md, sizeof md, out);
+    return rc;
 }
 
 /* The canonical text is written into a buffer that feeds the digest in
  * large chunks. Strings of plain printable ASCII (node names, almost always)
  * are copied verbatim; anything else is escaped by jansson. */
 typedef struct digest_writer {
-    EVP_MD_CTX *ctx;
+    partd_sha256 ctx;
     char buf[1 << 16];
     size_t n;
     int failed;
@@ -54,8 +59,8 @@ typedef struct digest_writer {
 
 static void w_flush(digest_writer *w)
 {
-    if (w->n && !EVP_DigestUpdate(w->ctx, w->buf, w->n))
-        w->failed = 1;
+    if (w->n)
+        partd_sha256_update(&w->ctx, w->buf, w->n);
     w->n = 0;
 }
 
@@ -64,8 +69,7 @@ static void w_raw(digest_writer *w, const char *s, size_t len)
     if (len > sizeof w->buf - w->n) {
         w_flush(w);
         if (len > sizeof w->buf) {
-            if (!EVP_DigestUpdate(w->ctx, s, len))
-                w->failed = 1;
+            partd_sha256_update(&w->ctx, s, len);
             return;
         }
     }
@@ -99,7 +103,7 @@ static void w_str(digest_writer *w, const partd_request *r, uint32_t id)
         return;
     }
     json_t *js = json_stringn(s, len);
-    char *text = js ? json_dumps(js, DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
+    char *text = js ? partd_json_dumps(js, DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
     json_decref(js);
     if (!text) {
         w->failed = 1;
@@ -224,8 +228,7 @@ static int hash_graph(const partd_request *r, const char *modules_canonical, cha
     digest_writer *w = calloc(1, sizeof *w);
     uint32_t *by_request = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *by_request);
     int rc = -1;
-    if (!w || !by_request || !(w->ctx = EVP_MD_CTX_new()) ||
-        !EVP_DigestInit_ex(w->ctx, EVP_sha256(), NULL))
+    if (!w || !by_request || partd_sha256_init(&w->ctx) != PARTD_OK)
         goto out;
     for (uint32_t p = 0; p < g->n_nodes; p++)
         by_request[g->request_index[p]] = p;
@@ -243,15 +246,14 @@ static int hash_graph(const partd_request *r, const char *modules_canonical, cha
     }
     w_lit(w, "]}");
     w_flush(w);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    if (w->failed || !EVP_DigestFinal_ex(w->ctx, md, &n))
-        goto out;
-    to_hex(md, n, out);
-    rc = 0;
+    unsigned char md[PARTD_SHA256_BYTES];
+    if (!w->failed && partd_sha256_final(&w->ctx, md) == PARTD_OK) {
+        to_hex(md, sizeof md, out);
+        rc = 0;
+    }
 out:
     if (w)
-        EVP_MD_CTX_free(w->ctx);
+        partd_sha256_abort(&w->ctx);
     free(w);
     free(by_request);
     return rc;
@@ -340,7 +342,7 @@ static int hash_cache_key(const partd_request *r, char out[72])
                             "planner_version", PARTD_PLANNER_VERSION);
     if (!doc)
         return -1;
-    char *s = json_dumps(doc, DUMP_FLAGS);
+    char *s = partd_json_dumps(doc, DUMP_FLAGS);
     json_decref(doc);
     if (!s)
         return -1;

@@ -6,8 +6,7 @@
  * sorted, compact, the graph's `name` left out.
  * cache_key  = "sha256:" + hex SHA-256 of the canonical {devices, graph_hash,
  * options (every default filled in), planner version}.
- * All through OpenSSL's EVP interface. Returns PARTD_OK or PARTD_ENOMEM /
- * PARTD_EINTERNAL.
+ * SHA-256 is OpenSSL's (sha256.h). Returns PARTD_OK or PARTD_ENOMEM.
  */
 #ifndef PARTD_HASH_H
 #define PARTD_HASH_H

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "partd.h"
@@ -79,7 +80,7 @@ int partd_read_array(partd_reader *r, json_t *v, const char *ptr, const char *wh
 
 const char *partd_read_string(partd_reader *r, json_t *v, const char *ptr)
 {
-    return expect_type(r, v, ptr, JSON_STRING, "a string") == PARTD_OK ? json_string_value(v)
+    return expect_type(r, v, ptr, JSON_STRING, "a string") == 0 ? json_string_value(v)
                                                                  : NULL;
 }
 
@@ -111,6 +112,16 @@ uint32_t partd_read_name(partd_reader *r, json_t *v, const char *ptr)
     return id;
 }
 
+/* x in the fewest of 15 or 17 significant digits that read back as x:
+ * 1e-308 rather than 9.9999999999999991e-309. */
+static const char *number_text(char *buf, size_t cap, double x)
+{
+    snprintf(buf, cap, "%.15g", x);
+    if (strtod(buf, NULL) != x)
+        snprintf(buf, cap, "%.17g", x);
+    return buf;
+}
+
 /* A bound as the contract writes it: 2^53 rather than 9007199254740992. */
 static void bound_text(char *buf, size_t cap, int64_t x)
 {
@@ -120,33 +131,9 @@ static void bound_text(char *buf, size_t cap, int64_t x)
         snprintf(buf, cap, "%lld", (long long)x);
 }
 
-int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
-                     int64_t *out)
+static int check_int_range(partd_reader *r, int64_t x, const char *ptr, int64_t min,
+                           int64_t max, int64_t *out)
 {
-    /* A real is most likely a computed size that lost its integer type:
-     * show the value. */
-    if (json_is_real(v)) {
-        partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %.17g",
-                          json_real_value(v));
-        return PARTD_EINVALID;
-    }
-    if (!json_is_integer(v)) {
-        partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %s",
-                          partd_json_type_name(v));
-        return PARTD_EINVALID;
-    }
-    return partd_read_int(r, v, ptr, min, PARTD_MAX_BYTES, out);
-}
-
-int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
-                   int64_t max, int64_t *out)
-{
-    if (!json_is_integer(v)) {
-        partd_problem_add(r->pb, ptr, "must be an integer, not %s",
-                          partd_json_type_name(v));
-        return PARTD_EINVALID;
-    }
-    json_int_t x = json_integer_value(v);
     if (x < min || x > max) {
         char lo[24], hi[24];
         bound_text(lo, sizeof lo, min);
@@ -157,6 +144,81 @@ int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
     }
     *out = x;
     return PARTD_OK;
+}
+
+int partd_json_integral(const json_t *v, int64_t *out)
+{
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return 1;
+    }
+    if (!json_is_real(v))
+        return 0;
+    /* 4096.0 and 4.096e3 are the integer 4096; the bounds keep the cast
+     * defined (every caller's range lies well inside them). */
+    double x = json_real_value(v);
+    if (!(x == floor(x)) || !(x >= -0x1p62 && x <= 0x1p62))
+        return 0;
+    *out = (int64_t)x;
+    return 1;
+}
+
+/* For a v that partd_json_integral refused: 1 (reported) when it is a real
+ * without a fraction, i.e. an integer too large to hold: out of range rather
+ * than "not an integer". */
+static int huge_integral(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                         int64_t max)
+{
+    if (!json_is_real(v) || floor(json_real_value(v)) != json_real_value(v))
+        return 0;
+    char lo[24], hi[24], num[32];
+    bound_text(lo, sizeof lo, min);
+    bound_text(hi, sizeof hi, max);
+    partd_problem_add(r->pb, ptr, "must be between %s and %s, not %s", lo, hi,
+                      number_text(num, sizeof num, json_real_value(v)));
+    return 1;
+}
+
+int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                     int64_t *out)
+{
+    int64_t x;
+    char num[32];
+    if (!partd_json_integral(v, &x)) {
+        if (huge_integral(r, v, ptr, min, PARTD_MAX_BYTES))
+            return PARTD_EINVALID;
+        /* A fraction is most likely a computed size that lost its integer
+         * type: show the value. */
+        if (json_is_real(v))
+            partd_problem_add(r->pb, ptr,
+                              "must be an integer number of bytes, not %s; an integer "
+                              "is needed",
+                              number_text(num, sizeof num, json_real_value(v)));
+        else
+            partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %s",
+                              partd_json_type_name(v));
+        return PARTD_EINVALID;
+    }
+    return check_int_range(r, x, ptr, min, PARTD_MAX_BYTES, out);
+}
+
+int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                   int64_t max, int64_t *out)
+{
+    int64_t x;
+    char num[32];
+    if (!partd_json_integral(v, &x)) {
+        if (huge_integral(r, v, ptr, min, max))
+            return PARTD_EINVALID;
+        if (json_is_real(v))
+            partd_problem_add(r->pb, ptr, "must be an integer, not %s; an integer is needed",
+                              number_text(num, sizeof num, json_real_value(v)));
+        else
+            partd_problem_add(r->pb, ptr, "must be an integer, not %s",
+                              partd_json_type_name(v));
+        return PARTD_EINVALID;
+    }
+    return check_int_range(r, x, ptr, min, max, out);
 }
 
 int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
@@ -171,13 +233,12 @@ int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
         partd_problem_add(r->pb, ptr, "must be a finite number");
         return PARTD_EINVALID;
     }
-    if (min_exclusive ? !(x > min) : !(x >= min)) {
-        partd_problem_add(r->pb, ptr, "must be %s %g, not %.17g",
-                          min_exclusive ? "greater than" : "at least", min, x);
-        return PARTD_EINVALID;
-    }
-    if (x > max) {
-        partd_problem_add(r->pb, ptr, "must be at most %g, not %.17g", max, x);
+    /* Both bounds in every message: the client learns the allowed range. */
+    if ((min_exclusive ? !(x > min) : !(x >= min)) || x > max) {
+        char num[32];
+        partd_problem_add(r->pb, ptr, "must be %s %g and at most %g, not %s",
+                          min_exclusive ? "greater than" : "at least", min, max,
+                          number_text(num, sizeof num, x));
         return PARTD_EINVALID;
     }
     *out = x;

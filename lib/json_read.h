@@ -99,12 +99,18 @@ const char *partd_read_string(partd_reader *r, json_t *v, const char *ptr);
  * U+0000, interned. Returns its id, or PARTD_STR_NONE with an error. */
 uint32_t partd_read_name(partd_reader *r, json_t *v, const char *ptr);
 
-/* A byte count: a JSON integer in [min, 2^53]; min may be -2^53 for a
- * difference of two byte counts. */
+/* 1 and *out = the value when v is an integral JSON number: an integer, or
+ * a real without a fraction (4096.0, 4.096e3) within +-2^62; else 0. The
+ * contract takes `4096.0` wherever an integer is expected. */
+int partd_json_integral(const json_t *v, int64_t *out);
+
+/* A byte count: an integral JSON number (partd_json_integral) in
+ * [min, 2^53]; min may be -2^53 for a difference of two byte counts. A
+ * fraction is reported as "an integer is needed". */
 int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
                      int64_t *out);
 
-/* A JSON integer in [min, max]. */
+/* An integral JSON number (partd_json_integral) in [min, max]. */
 int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
                    int64_t max, int64_t *out);
 

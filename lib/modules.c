@@ -218,7 +218,7 @@ int partd_modules_decode(json_t *modules, partd_strtab *strings,
         return PARTD_EINVALID;
     }
     if (canonical) {
-        *canonical = json_dumps(modules, JSON_SORT_KEYS | JSON_COMPACT |
+        *canonical = partd_json_dumps(modules, JSON_SORT_KEYS | JSON_COMPACT |
                                              JSON_REAL_PRECISION(17));
         if (!*canonical) {
             partd_modules_free(m);

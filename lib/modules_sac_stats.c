@@ -25,12 +25,12 @@ void partd_mi_sac_stats_free(partd_sac_stats *s)
 static int op_index(partd_reader *d, json_t *v, const char *ptr, uint32_t n_ops,
                     uint32_t *out)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        json_integer_value(v) >= (json_int_t)n_ops) {
+    int64_t x;
+    if (!partd_json_integral(v, &x) || x < 0 || x >= (int64_t)n_ops) {
         partd_mi_report(d, ptr, "must be an op index between 0 and %u", n_ops ? n_ops - 1 : 0);
         return PARTD_EINVALID;
     }
-    *out = (uint32_t)json_integer_value(v);
+    *out = (uint32_t)x;
     return PARTD_OK;
 }
 

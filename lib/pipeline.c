@@ -145,11 +145,8 @@ static void cut_pointer(char *buf, size_t cap, uint32_t i)
     snprintf(buf, cap, "/options/pipeline/cut_after/%u", i);
 }
 
-/* Resolves cut_after into ascending positions (operation ranks after which a
- * stage ends). Returns PARTD_OK, PARTD_EINVALID (errors added) or
- * PARTD_ENOMEM. *cuts is malloc'd. */
-static int resolve_cuts(const partd_request *req, int32_t **cuts_out, uint32_t *n_out,
-                        partd_problem *pb)
+int partd_pipeline_resolve_cuts(const partd_request *req, int32_t **cuts_out,
+                                uint32_t *n_out, partd_problem *pb)
 {
     const partd_pipeline_options *po = &req->options.pipeline;
     const partd_graph *g = &req->graph;
@@ -268,7 +265,7 @@ static int fill_parts(const pl_model *md, const int32_t *cuts, partd_plan *plan,
         total += ev.time_ms;
         if (ev.time_ms > sum->bottleneck_ms)
             sum->bottleneck_ms = ev.time_ms;
-        sum->transfer_bytes += ev.recv;
+        sum->transfer_bytes = partd_bytes_add(sum->transfer_bytes, ev.recv);
         if (ev.mem > sum->peak_memory_bytes)
             sum->peak_memory_bytes = ev.mem;
     }
@@ -328,12 +325,12 @@ int pl_fill_boundaries(const pl_model *md, const int32_t *cuts, partd_plan *plan
 {
     const partd_graph *g = &md->req->graph;
     uint32_t S = md->stages, nb = S - 1;
-    plan->n_boundaries = nb;
     if (nb == 0)
         return PARTD_OK;
     plan->boundaries = calloc(nb, sizeof *plan->boundaries);
     if (!plan->boundaries)
         return PARTD_ENOMEM;
+    plan->n_boundaries = nb; /* only now: partd_plan_free walks them */
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t j = 0; j < nb; j++) {
             partd_boundary *b = &plan->boundaries[j];
@@ -442,7 +439,9 @@ int partd_pipeline(const partd_request *req, const partd_cancel *cancel, partd_p
     int bad = check_stages(req, problem);
     int32_t *cuts = NULL;
     uint32_t n_cuts = 0;
-    int rc = resolve_cuts(req, &cuts, &n_cuts, problem);
+    /* Decoding made both checks already (validate.c): these only guard
+     * against a request built some other way. */
+    int rc = partd_pipeline_resolve_cuts(req, &cuts, &n_cuts, problem);
     if (rc == PARTD_ENOMEM)
         return rc;
     if (bad || rc == PARTD_EINVALID) {

@@ -266,7 +266,7 @@ void partd_plan_fill_times(const partd_request *req, partd_plan *plan)
         sum += pt->time_ms;
         if (pt->time_ms > s->bottleneck_ms)
             s->bottleneck_ms = pt->time_ms;
-        s->transfer_bytes += received;
+        s->transfer_bytes = partd_bytes_add(s->transfer_bytes, received);
         if (pt->memory_bytes > s->peak_memory_bytes)
             s->peak_memory_bytes = pt->memory_bytes;
     }

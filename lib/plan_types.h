@@ -89,6 +89,14 @@ partd_plan *partd_plan_alloc(partd_mode mode, uint32_t n_parts);
 int partd_plan_link(const partd_request *req, const uint32_t *node_part,
                     partd_plan *plan);
 
+/* a + b for byte figures of a plan, saturating at INT64_MAX instead of
+ * overflowing: a saturated total is refused by partd_plan_run (over 2^53). */
+static inline int64_t partd_bytes_add(int64_t a, int64_t b)
+{
+    int64_t s;
+    return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
+}
+
 /* Per-partition time figures (compute_ms, transfer_in_bytes, time_ms) by the
  * contract's formula on the partition's first device, and the summary's
  * bottleneck/total/transfer/peak from the partitions. Call after link. */

@@ -121,6 +121,12 @@ static json_t *text_value(const char *s)
     return v;
 }
 
+/* o[key] = v; -1 when v is NULL or the set fails. */
+static int set(json_t *o, const char *key, json_t *v)
+{
+    return v && json_object_set_new(o, key, v) == 0 ? 0 : -1;
+}
+
 char *partd_problem_to_json(const partd_problem *p, size_t *len)
 {
     json_t *doc = json_object();
@@ -130,41 +136,108 @@ char *partd_problem_to_json(const partd_problem *p, size_t *len)
         json_decref(errors);
         return NULL;
     }
-    json_object_set_new(doc, "type", text_value(p->type ? p->type : "about:blank"));
-    json_object_set_new(doc, "title", text_value(p->title ? p->title : "Error"));
-    json_object_set_new(doc, "status", json_integer(p->status ? p->status : 500));
-    json_object_set_new(doc, "detail", text_value(p->detail ? p->detail : ""));
-    for (uint32_t i = 0; i < p->n_members; i++)
-        json_object_set_new(doc, p->members[i].name, json_integer(p->members[i].value));
-    for (uint32_t i = 0; i < p->n_errors; i++) {
+    /* Every step checked: a document with a member missing is never
+     * written (NULL instead, as for any allocation failure). The *_new
+     * calls steal their value even when they fail. */
+    int rc = set(doc, "type", text_value(p->type ? p->type : "about:blank"));
+    rc |= set(doc, "title", text_value(p->title ? p->title : "Error"));
+    rc |= set(doc, "status", json_integer(p->status ? p->status : 500));
+    rc |= set(doc, "detail", text_value(p->detail ? p->detail : ""));
+    for (uint32_t i = 0; rc == 0 && i < p->n_members; i++)
+        rc |= set(doc, p->members[i].name, json_integer(p->members[i].value));
+    for (uint32_t i = 0; rc == 0 && i < p->n_errors; i++) {
         json_t *e = json_object();
-        json_object_set_new(e, "pointer", text_value(p->errors[i].pointer));
-        json_object_set_new(e, "message", text_value(p->errors[i].message));
-        json_array_append_new(errors, e);
+        if (!e) {
+            rc = -1;
+            break;
+        }
+        rc |= set(e, "pointer", text_value(p->errors[i].pointer));
+        rc |= set(e, "message", text_value(p->errors[i].message));
+        if (rc || json_array_append_new(errors, e) != 0) {
+            if (rc)
+                json_decref(e);
+            rc = -1;
+        }
     }
-    json_object_set_new(doc, "errors", errors);
-    if (p->dropped)
-        json_object_set_new(doc, "errors_dropped", json_integer(p->dropped));
+    if (rc) {
+        json_decref(errors);
+        json_decref(doc);
+        return NULL;
+    }
+    rc = set(doc, "errors", errors);
+    if (rc == 0 && p->dropped)
+        rc = set(doc, "errors_dropped", json_integer(p->dropped));
+    if (rc) {
+        json_decref(doc);
+        return NULL;
+    }
     return partd_json_dump_line(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII, len);
+}
+
+/* Text being dumped. jansson's dumper ignores a failed write of an
+ * object's key and carries on (dump.c: dump_string's result unused), so a
+ * buffer that failed to grow once must refuse every later write: then the
+ * dump fails as a whole instead of coming back with a key missing. */
+typedef struct dump_buf {
+    char *data;
+    size_t used, cap;
+    int failed;
+} dump_buf;
+
+static int dump_append(const char *bytes, size_t n, void *ctx)
+{
+    dump_buf *b = ctx;
+    if (b->failed)
+        return -1;
+    if (n + 2 > b->cap - b->used) { /* room for a newline and NUL too */
+        size_t cap = b->cap ? b->cap : 4096;
+        while (n + 2 > cap - b->used) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = 1;
+                return -1;
+            }
+            cap *= 2;
+        }
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = 1;
+            return -1;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->used, bytes, n);
+    b->used += n;
+    return 0;
+}
+
+/* The dump of doc with `suffix` (0 or '\n') appended, NUL-terminated. */
+static char *dump_with(const json_t *doc, size_t flags, char suffix, size_t *len)
+{
+    dump_buf b = {0};
+    if (json_dump_callback(doc, dump_append, &b, flags) != 0 || b.failed ||
+        dump_append("", 0, &b) != 0) {
+        free(b.data);
+        return NULL;
+    }
+    if (suffix)
+        b.data[b.used++] = suffix;
+    b.data[b.used] = '\0';
+    if (len)
+        *len = b.used;
+    return b.data;
+}
+
+char *partd_json_dumps(const json_t *doc, size_t flags)
+{
+    return dump_with(doc, flags, 0, NULL);
 }
 
 char *partd_json_dump_line(json_t *doc, size_t flags, size_t *len)
 {
-    char *s = json_dumps(doc, flags);
+    char *s = dump_with(doc, flags, '\n', len);
     json_decref(doc);
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *out = realloc(s, n + 2);
-    if (!out) {
-        free(s);
-        return NULL;
-    }
-    out[n] = '\n';
-    out[n + 1] = '\0';
-    if (len)
-        *len = n + 1;
-    return out;
+    return s;
 }
 
 void partd_pointer_append(char *buf, size_t cap, const char *token)

@@ -79,6 +79,11 @@ char *partd_problem_to_json(const partd_problem *p, size_t *len);
 struct json_t;
 char *partd_json_dump_line(struct json_t *doc, size_t flags, size_t *len);
 
+/* json_dumps(doc, flags), but NULL whenever an allocation failed on the way:
+ * jansson's own json_dumps can return a document with an object key left
+ * out when growing its buffer fails. Use this for every dump. */
+char *partd_json_dumps(const struct json_t *doc, size_t flags);
+
 /* Appends "/" + escaped(token) (RFC 6901: "~" -> "~0", "/" -> "~1") to the
  * pointer in buf (NUL-terminated, capacity cap). Truncates safely. */
 void partd_pointer_append(char *buf, size_t cap, const char *token);

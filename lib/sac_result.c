@@ -74,7 +74,10 @@ static json_t *policies_json(const partd_request *req,
         json_t *list = json_array();
         const partd_sac_stats *s = m->mods[i].sac_stats;
         for (uint32_t k = 0; list && r->policies[i].feasible && k < s->n_ops; k++)
-            json_array_append_new(list, json_integer(r->policies[i].ops[k]));
+            if (json_array_append_new(list, json_integer(r->policies[i].ops[k])) != 0) {
+                json_decref(list);
+                list = NULL;
+            }
         if (!list || json_object_set_new(o, partd_str(&req->strings, m->mods[i].fqn),
                                          list) != 0) {
             json_decref(o);
@@ -97,6 +100,8 @@ static json_t *frontier_json(const partd_request *req,
         if (a->status == PARTD_SAC_OPTIMAL || a->status == PARTD_SAC_FEASIBLE)
             rc |= json_object_set_new(p, "gap", json_real(a->gap));
         if (rc || json_array_append_new(arr, p) != 0) {
+            if (rc)
+                json_decref(p); /* not appended: still ours */
             json_decref(arr);
             return NULL;
         }

@@ -243,3 +243,46 @@ def test_retention_sweep_deletes_old_jobs_and_results(make_daemon):
     # The result left the cache too: resubmitting plans again.
     again = d.post_job(chain_request(8, seed=60))
     assert again.status == 202 and again.json()["cached"] is False
+
+
+def test_checks_that_need_only_the_request_are_422_on_post(daemon):
+    """cut_after names, stages against devices, SAC units, number ranges and
+    integers are answered on POST, never by a failed job later."""
+    import pathlib
+    cases = []
+    doc = chain_request(6, mode="pipeline")
+    doc["options"]["pipeline"] = {"cut_after": ["n1", "nope"]}
+    cases.append((doc, "/options/pipeline/cut_after/1", "names no node and no module"))
+    doc = chain_request(6, mode="pipeline")
+    doc["options"]["pipeline"] = {"stages": 4}
+    cases.append((doc, "/options/pipeline/stages", "must be between 1 and 3"))
+    doc = chain_request(6, mode="pipeline")
+    doc["options"]["pipeline"] = {"cut_after": ["n5"]}
+    cases.append((doc, "/options/pipeline/cut_after/0", "leaves the last stage empty"))
+    doc = chain_request(6)
+    doc["devices"][0]["speed"] = 1e-308
+    cases.append((doc, "/devices/0/speed", "at least 1e-09 and at most 1e+09"))
+    doc = chain_request(6)
+    doc["graph"]["nodes"][2]["output_bytes"] = 4096.5
+    cases.append((doc, "/graph/nodes/2/output_bytes", "an integer is needed"))
+    doc = chain_request(6)
+    for node in doc["graph"]["nodes"]:
+        node.pop("output_bytes", None)
+        node.pop("param_bytes", None)
+    doc["graph"]["nodes"][2]["output_bytes"] = 2 ** 53
+    doc["graph"]["nodes"][3]["output_bytes"] = 1
+    cases.append((doc, "/graph/nodes/3/output_bytes", "more than 2^53"))
+    root = pathlib.Path(__file__).resolve().parents[2]
+    doc = json.loads((root / "examples" / "gpt2-sac" / "request.json").read_text())
+    doc["options"]["sac"]["ac_units"] = ["nope"]
+    cases.append((doc, "/options/sac/ac_units/0", "no module \"nope\""))
+    for doc, pointer, words in cases:
+        p = assert_problem(daemon.post_job(doc), 422)
+        assert any(e["pointer"] == pointer and words in e["message"] for e in p["errors"]), \
+            (pointer, p["errors"])
+    # An integral number written with a fraction part is an integer.
+    doc = chain_request(6)
+    doc["graph"]["nodes"][2]["output_bytes"] = 4096.0
+    r = daemon.post_job(doc)
+    assert r.status in (200, 202), r
+    assert daemon.wait_job(r.json()["id"])["status"] == "succeeded"

@@ -335,7 +335,134 @@ static void test_device_speed_must_be_positive(void **state)
     (void)state;
     expect_error("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":[{\"name\":\"g\","
                  "\"memory_bytes\":5,\"speed\":0}]}",
-                 "/devices/0/speed", "must be greater than 0");
+                 "/devices/0/speed", "must be at least 1e-09 and at most 1e+09");
+}
+
+/* A speed so small that a time divided by it overflows is refused up front,
+ * with the allowed range. */
+static void test_tiny_speed_is_rejected_with_its_range(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":[{\"name\":\"g\","
+                 "\"memory_bytes\":5,\"speed\":1e-308}]}",
+                 "/devices/0/speed", "must be at least 1e-09 and at most 1e+09, not 1e-308");
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV
+                 ",\"options\":{\"transfer_bytes_per_sec\":1e-300}}",
+                 "/options/transfer_bytes_per_sec", "must be at least 1 and at most 1e+18");
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"latency_ms\":1e300}]}," DEV "}",
+                 "/graph/nodes/0/latency_ms", "at most 1e+12");
+}
+
+static void test_integral_numbers_with_a_fraction_part_are_integers(void **state)
+{
+    (void)state;
+    partd_request *r = tu_decode_ok(
+        "{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+        "\"output_bytes\":4096.0,\"params\":[{\"name\":\"w\",\"bytes\":2.5e1}]},"
+        "{\"name\":\"b\",\"op\":\"call_function\",\"inputs\":[\"a\"]}]},"
+        "\"devices\":[{\"name\":\"g\",\"memory_bytes\":1e3,\"logical_id\":7.0},"
+        "{\"name\":\"h\",\"memory_bytes\":1000}],"
+        "\"options\":{\"pipeline\":{\"stages\":2.0,\"microbatches\":3.0}}}");
+    assert_int_equal(r->graph.output_bytes[0], 4096);
+    assert_int_equal(r->graph.param_bytes[0], 25);
+    assert_int_equal(r->devices[0].memory_bytes, 1000);
+    assert_int_equal(r->devices[0].logical_id, 7);
+    assert_int_equal(r->options.pipeline.stages, 2);
+    assert_int_equal(r->options.pipeline.microbatches, 3);
+    partd_request_free(r);
+}
+
+static void test_a_fraction_needs_an_integer(void **state)
+{
+    (void)state;
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"output_bytes\":4096.5}]}," DEV "}",
+                 "/graph/nodes/0/output_bytes", "not 4096.5; an integer is needed");
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV
+                 ",\"options\":{\"pipeline\":{\"microbatches\":2.5}}}",
+                 "/options/pipeline/microbatches", "an integer is needed");
+    /* an integer too large to hold is out of range, not "not an integer" */
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"output_bytes\":1e300}]}," DEV "}",
+                 "/graph/nodes/0/output_bytes", "must be between 0 and 2^53, not 1e+300");
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV
+                 ",\"options\":{\"pipeline\":{\"microbatches\":1e20}}}",
+                 "/options/pipeline/microbatches", "must be between 1 and 1024, not 1e+20");
+}
+
+/* Sums near 2^53: exactly 2^53 is fine, one byte more names the member
+ * where the total passed it. */
+static void test_byte_sums_are_bounded_by_2_53(void **state)
+{
+    (void)state;
+    partd_request *r = tu_decode_ok(
+        "{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+        "\"output_bytes\":4503599627370496,\"params\":[{\"name\":\"w\",\"bytes\":"
+        "2251799813685248},{\"name\":\"v\",\"bytes\":2251799813685248}]}]},"
+        "\"devices\":[{\"name\":\"g\",\"memory_bytes\":4503599627370496},"
+        "{\"name\":\"h\",\"memory_bytes\":4503599627370496}]}");
+    assert_int_equal(r->graph.param_bytes[0], INT64_C(1) << 52);
+    partd_request_free(r);
+    /* one node's parameters */
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"params\":[{\"name\":\"w\",\"bytes\":9007199254740992},"
+                 "{\"name\":\"v\",\"bytes\":9007199254740992},"
+                 "{\"name\":\"u\",\"bytes\":9007199254740992}]}]}," DEV "}",
+                 "/graph/nodes/0/params/1/bytes", "add up to more than 2^53");
+    /* the graph */
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_function\","
+                 "\"output_bytes\":9007199254740992},{\"name\":\"b\",\"op\":\"call_function\","
+                 "\"param_bytes\":1}]}," DEV "}",
+                 "/graph/nodes/1/param_bytes", "add up to more than 2^53");
+    /* the devices */
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":["
+                 "{\"name\":\"g\",\"memory_bytes\":9007199254740992},"
+                 "{\"name\":\"h\",\"memory_bytes\":1}]}",
+                 "/devices/1/memory_bytes", "add up to more than 2^53");
+}
+
+/* Repeats among a node's inputs and params are found in linear time: a node
+ * with 160,000 inputs and one with 160,000 params decode (the time is
+ * measured by bench/, not asserted here). */
+static void test_node_with_160000_inputs_and_params(void **state)
+{
+    (void)state;
+    enum { N = 160000 };
+    size_t cap = (size_t)N * 128 + 4096, n = 0;
+    char *json = malloc(cap);
+    assert_non_null(json);
+    n += (size_t)snprintf(json + n, cap - n, "{\"graph\":{\"nodes\":[");
+    for (int i = 0; i < N; i++)
+        n += (size_t)snprintf(json + n, cap - n, "{\"name\":\"p%d\",\"op\":\"placeholder\"},", i);
+    n += (size_t)snprintf(json + n, cap - n, "{\"name\":\"a\",\"op\":\"call_function\",\"inputs\":[");
+    for (int i = 0; i < N; i++)
+        n += (size_t)snprintf(json + n, cap - n, "\"p%d\",", i);
+    /* repeats of the first and last input are dropped, as FX does */
+    n += (size_t)snprintf(json + n, cap - n, "\"p0\",\"p%d\"]},", N - 1);
+    n += (size_t)snprintf(json + n, cap - n, "{\"name\":\"b\",\"op\":\"call_function\",\"params\":[");
+    for (int i = 0; i < N; i++)
+        n += (size_t)snprintf(json + n, cap - n, "%s{\"name\":\"w%d\",\"bytes\":%d}", i ? "," : "", i, i % 7);
+    snprintf(json + n, cap - n, "]}]}," DEV "}");
+    partd_request *r = tu_decode_ok(json);
+    const partd_graph *g = &r->graph;
+    assert_int_equal(g->n_nodes, N + 2);
+    assert_int_equal(g->in_off[N + 1] - g->in_off[N], N);
+    for (uint32_t k = 0; k < N; k++)
+        assert_int_equal(g->in_idx[g->in_off[N] + k], k);
+    assert_int_equal(g->par_off[N + 2] - g->par_off[N + 1], N);
+    int64_t want = 0;
+    for (int i = 0; i < N; i++)
+        want += i % 7;
+    assert_int_equal(g->param_bytes[N + 1], want);
+    partd_request_free(r);
+    /* a repeated parameter is still named, at its second use */
+    free(json);
+    expect_error("{\"graph\":{\"nodes\":[{\"name\":\"a\",\"op\":\"call_module\","
+                 "\"params\":[{\"name\":\"w\",\"bytes\":4},{\"name\":\"v\",\"bytes\":4},"
+                 "{\"name\":\"w\",\"bytes\":4}]},{\"name\":\"b\",\"op\":\"call_module\","
+                 "\"params\":[{\"name\":\"w\",\"bytes\":4}]}]}," DEV "}",
+                 "/graph/nodes/0/params/2/name", "names parameter \"w\" twice");
 }
 
 static void test_duplicate_device_names(void **state)
@@ -405,7 +532,7 @@ static void test_bad_options(void **state)
     snprintf(json, sizeof json, "%s{\"pipeline\":{\"microbatches\":0}}}", base);
     expect_error(json, "/options/pipeline/microbatches", "must be between 1 and 1024");
     snprintf(json, sizeof json, "%s{\"transfer_bytes_per_sec\":0}}", base);
-    expect_error(json, "/options/transfer_bytes_per_sec", "greater than 0");
+    expect_error(json, "/options/transfer_bytes_per_sec", "at least 1 and at most 1e+18");
     snprintf(json, sizeof json, "%s{\"sac\":{\"relative_gap\":2}}}", base);
     expect_error(json, "/options/sac/relative_gap", "at most 1");
     snprintf(json, sizeof json, "%s{\"sac\":{\"frontier_points\":1}}}", base);
@@ -414,17 +541,14 @@ static void test_bad_options(void **state)
     expect_error(json, "/options/pipeline/cut_after/1", "repeats entry 0");
 }
 
-static void test_sac_budget_defaults_to_smallest_device(void **state)
+/* options.sac needs graph.modules, and its units must name modules: the
+ * request alone decides, so decoding refuses it (the budget's default is
+ * tested with modules in test_sac). */
+static void test_sac_options_are_checked_against_modules(void **state)
 {
     (void)state;
-    partd_request *r = tu_decode_ok("{\"graph\":{\"nodes\":[" OPNODE "]},\"devices\":["
-                                    "{\"name\":\"a\",\"memory_bytes\":900},"
-                                    "{\"name\":\"b\",\"memory_bytes\":300}],\"options\":{\"sac\":{}}}");
-    assert_int_equal(r->options.sac.enabled, 1);
-    assert_int_equal(r->options.sac.memory_budget_bytes, 300);
-    assert_int_equal(r->options.sac.world_size, 1);
-    assert_true(r->options.sac.time_limit_ms == 10000);
-    partd_request_free(r);
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV ",\"options\":{\"sac\":{}}}",
+                 "/graph/modules", "options.sac needs graph.modules");
 }
 
 static void test_non_topological_order_is_repaired_stably(void **state)
@@ -548,13 +672,18 @@ int main(void)
         cmocka_unit_test(test_no_devices),
         cmocka_unit_test(test_device_memory_must_be_positive),
         cmocka_unit_test(test_device_speed_must_be_positive),
+        cmocka_unit_test(test_tiny_speed_is_rejected_with_its_range),
+        cmocka_unit_test(test_integral_numbers_with_a_fraction_part_are_integers),
+        cmocka_unit_test(test_a_fraction_needs_an_integer),
+        cmocka_unit_test(test_byte_sums_are_bounded_by_2_53),
+        cmocka_unit_test(test_node_with_160000_inputs_and_params),
         cmocka_unit_test(test_duplicate_device_names),
         cmocka_unit_test(test_duplicate_logical_ids),
         cmocka_unit_test(test_repeats_name_their_first_use),
         cmocka_unit_test(test_params_and_param_bytes_exclusive),
         cmocka_unit_test(test_shared_param_sizes_must_agree),
         cmocka_unit_test(test_bad_options),
-        cmocka_unit_test(test_sac_budget_defaults_to_smallest_device),
+        cmocka_unit_test(test_sac_options_are_checked_against_modules),
         cmocka_unit_test(test_non_topological_order_is_repaired_stably),
         cmocka_unit_test(test_topological_order_is_kept),
         cmocka_unit_test(test_errors_are_capped_at_100),

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "sha256.h"
 #include "partd.h"
 
 static void hashes_of(const char *json, char graph[72], char key[72])
@@ -21,6 +22,34 @@ static void test_sha256_known_vector(void **state)
     char out[72];
     assert_int_equal(partd_sha256_hex("abc", 3, out), PARTD_OK);
     assert_string_equal(out, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+/* FIPS 180-4 vectors: empty, two blocks of padding, and a long message fed
+ * in pieces that straddle block boundaries. */
+static void test_sha256_vectors_and_pieces(void **state)
+{
+    (void)state;
+    char out[72];
+    partd_sha256_hex("", 0, out);
+    assert_string_equal(out, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    partd_sha256_hex(m, strlen(m), out);
+    assert_string_equal(out, "sha256:248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    partd_sha256 c;
+    partd_sha256_init(&c);
+    char chunk[1000];
+    memset(chunk, 'a', sizeof chunk);
+    for (size_t done = 0, k = 1; done < 1000000; k = k % 997 + 1) {
+        size_t n = 1000000 - done < k ? 1000000 - done : k;
+        partd_sha256_update(&c, chunk, n);
+        done += n;
+    }
+    unsigned char md[PARTD_SHA256_BYTES];
+    partd_sha256_final(&c, md);
+    static const unsigned char want[] = {
+        0xcd, 0xc7, 0x6e, 0x5c, 0x99, 0x14, 0xfb, 0x92, 0x81, 0xa1, 0xc7, 0xe2, 0x84, 0xd7, 0x3e, 0x67,
+        0xf1, 0x80, 0x9a, 0x48, 0xa4, 0x97, 0x20, 0x0e, 0x04, 0x6d, 0x39, 0xcc, 0xc7, 0x11, 0x2c, 0xd0};
+    assert_memory_equal(md, want, sizeof want);
 }
 
 static const char *const base =
@@ -145,6 +174,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256_known_vector),
+        cmocka_unit_test(test_sha256_vectors_and_pieces),
         cmocka_unit_test(test_equivalent_requests_hash_the_same),
         cmocka_unit_test(test_graph_change_changes_both),
         cmocka_unit_test(test_device_change_changes_only_cache_key),

@@ -239,7 +239,7 @@ static void test_types_and_ranges(void **state)
         { "fw_runtime_per_module", NULL, "must be at least 0" },
         { "sac_runtime", NULL, "must be a number, not a string" },
         { "is_leaf", NULL, "must be a boolean, not an integer" },
-        { "n_segments", NULL, "must be an integer, not a number" },
+        { "n_segments", NULL, "must be an integer, not 2.5; an integer is needed" },
         { "tradeoff_curve", NULL, "must be an object, not an array" },
         { "slopes", NULL, "must be an array, not an object" },
     };
@@ -444,7 +444,7 @@ static void test_reports_all_errors(void **state)
     (void)state;
     json_t *m = valid_modules();
     json_object_set_new(stat_of(m, "M.a"), "act_total", json_integer(-5));
-    json_object_set_new(stat_of(m, "M.b"), "sac_memory", json_real(1.0));
+    json_object_set_new(stat_of(m, "M.b"), "sac_memory", json_real(1.5));
     partd_strtab st;
     partd_strtab_init(&st);
     partd_problem pb;

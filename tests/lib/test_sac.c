@@ -1292,6 +1292,74 @@ static char *request_text(const ttree *t, const char *sac_options, int with_modu
     return req;
 }
 
+static void test_budget_defaults_to_smallest_device(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    char *text = request_text(&t, "{}", 1);
+    partd_request *r = tu_decode_ok(text);
+    assert_int_equal(r->options.sac.enabled, 1);
+    assert_int_equal(r->options.sac.memory_budget_bytes, 3000000000);
+    assert_int_equal(r->options.sac.world_size, 1);
+    assert_true(r->options.sac.time_limit_ms == 10000);
+    partd_request_free(r);
+    free(text);
+}
+
+/* Unknown units are refused when the request is decoded (a 422 on POST),
+ * not by a failed job. */
+static void test_unknown_units_fail_decoding(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    char *text = request_text(&t, "{\"ac_units\":[\"T.b0\",\"T.b\"],"
+                                  "\"fsdp_units\":[\"T\",\"nope\"]}", 1);
+    partd_problem pb;
+    tu_decode_fail(text, PARTD_EINVALID, &pb);
+    tu_assert_error(&pb, "/options/sac/ac_units/1", "no module \"T.b\"");
+    tu_assert_error(&pb, "/options/sac/fsdp_units/1", "no module \"nope\"");
+    partd_problem_free(&pb);
+    free(text);
+    text = request_text(&t, "{\"fsdp_units\":[\"T.b1\"]}", 1);
+    tu_decode_fail(text, PARTD_EINVALID, &pb);
+    tu_assert_error(&pb, "/options/sac/fsdp_units", "must be an FSDP unit");
+    partd_problem_free(&pb);
+    free(text);
+}
+
+/* Module figures whose peak would pass 2^53 are refused, naming the
+ * module; at 2^53 they are fine. */
+static void test_module_bytes_are_bounded_by_2_53(void **state)
+{
+    (void)state;
+    ttree t;
+    small_tree(&t);
+    /* T.b1: act_total + act_grad + grad_total + the root's params */
+    t.m[3].act_total = (INT64_C(1) << 53) - 1000000 - 2000000 - 1000000;
+    char *text = request_text(&t, "{}", 1);
+    partd_request *r = tu_decode_ok(text);
+    partd_request_free(r);
+    free(text);
+    t.m[3].act_total += 1;
+    text = request_text(&t, "{}", 1);
+    partd_problem pb;
+    tu_decode_fail(text, PARTD_EINVALID, &pb);
+    char ptr[64];
+    json_t *doc = json_loads(text, 0, NULL);
+    json_t *stats = json_object_get(json_object_get(json_object_get(doc, "graph"), "modules"),
+                                    "mod_stats");
+    for (size_t k = 0; k < json_array_size(stats); k++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(stats, k), "fqn")),
+                   "T.b1") == 0)
+            snprintf(ptr, sizeof ptr, "/graph/modules/mod_stats/%zu", k);
+    tu_assert_error(&pb, ptr, "add up to more than 2^53");
+    json_decref(doc);
+    partd_problem_free(&pb);
+    free(text);
+}
+
 static void test_end_to_end(void **state)
 {
     (void)state;
@@ -1527,6 +1595,9 @@ int main(void)
         cmocka_unit_test(test_numbers_out_of_the_solvers_range),
         cmocka_unit_test(test_milp_precheck_and_solve),
         cmocka_unit_test(test_concurrent_plans),
+        cmocka_unit_test(test_budget_defaults_to_smallest_device),
+        cmocka_unit_test(test_unknown_units_fail_decoding),
+        cmocka_unit_test(test_module_bytes_are_bounded_by_2_53),
         cmocka_unit_test(test_end_to_end),
         cmocka_unit_test(test_end_to_end_errors),
     };

@@ -232,6 +232,13 @@ VALID = {
         params=[{"name": "w", "bytes": 16}])),
     "device-with-speed-and-logical-id": _with(lambda r: r["devices"][0].update(
         speed=2.0, logical_id=7)),
+    "integers-written-with-a-fraction-part": _with(lambda r: (
+        r["graph"]["nodes"][1].update(output_bytes=64.0),
+        r["devices"][0].update(logical_id=3.0),
+        r["options"].update(pipeline={"microbatches": 2.0}))),
+    "slowest-speed-and-rate": _with(lambda r: (
+        r["devices"][0].update(speed=1e-9),
+        r["options"].update(transfer_bytes_per_sec=1))),
 }
 
 INVALID = {
@@ -268,6 +275,14 @@ INVALID = {
                          "/graph/nodes/1/latency_ms"),
     "frontier-points-too-few": (_with(lambda r: r["options"].update(
         sac={"frontier_points": 1})), "/options/sac/frontier_points"),
+    "a-fraction-of-a-byte": (_with(lambda r: r["graph"]["nodes"][1].update(
+        output_bytes=4096.5)), "/graph/nodes/1/output_bytes"),
+    "fractional-microbatches": (_with(lambda r: r["options"].update(
+        pipeline={"microbatches": 2.5})), "/options/pipeline/microbatches"),
+    "speed-so-small-times-overflow": (_with(lambda r: r["devices"][0].update(speed=1e-308)),
+                                      "/devices/0/speed"),
+    "rate-below-one-byte-per-second": (_with(lambda r: r["options"].update(
+        transfer_bytes_per_sec=0.5)), "/options/transfer_bytes_per_sec"),
 }
 
 

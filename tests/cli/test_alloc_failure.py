@@ -1,0 +1,95 @@
+"""Allocation failure is an error, not a crash.
+
+`partd plan` of every example runs with the Nth allocation failing (the
+LD_PRELOAD shim tests/faults/failmalloc.c, built by the Makefile as
+build/tests/libfailmalloc.so), for N over the whole run: the first 50
+allocations one by one, then points spread evenly up to the last. Every run
+must end cleanly: exit 0 with the same result as without the failure (the
+allocation was retried or not needed), or exit 1 with a one-line message on
+stderr and nothing on stdout. Never a signal, never exit 2 or 3 (an invalid
+request or an infeasible plan that are not), never a partial result.
+"""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PARTD = os.environ.get("PARTD_BIN", str(ROOT / "build" / "partd"))
+SHIM = os.environ.get("PARTD_FAILMALLOC", str(ROOT / "build" / "tests" / "libfailmalloc.so"))
+
+# Spread points per example; the examples take 11,000 to 23,000 allocations
+# and a run about 15 ms, so the whole file takes well under a minute.
+SPREAD = 60
+FIRST = 50
+
+EXAMPLES = ["resnet50", "resnet50-size_based", "gpt2-small", "vit_b_16", "gpt2-sac"]
+# The SAC solver (CBC, C++) throws std::bad_alloc from deep inside its own
+# code; until the solve runs in a child process whose failure maps to an
+# error, an allocation failure inside it aborts the process. For these
+# examples such an abort, and only that, is an expected failure: every
+# other point must still be clean.
+SOLVER_ABORTS = {"gpt2-sac"}
+
+
+def solver_abort(r):
+    return r.returncode == -6 and b"std::bad_alloc" in r.stderr
+
+
+def run(request, env_extra):
+    env = dict(os.environ, LD_PRELOAD=SHIM, **env_extra)
+    return subprocess.run([PARTD, "plan", str(request)], env=env, capture_output=True,
+                          timeout=120)
+
+
+def count_allocations(request, tmp_path):
+    counter = tmp_path / "count"
+    r = run(request, {"PARTD_FAIL_COUNT_FILE": str(counter)})
+    assert r.returncode == 0, r.stderr
+    return int(counter.read_text()), r.stdout
+
+
+def failure_points(total):
+    spread = {1 + (total - 1) * k // (SPREAD - 1) for k in range(SPREAD)}
+    return sorted(spread | set(range(1, min(FIRST, total) + 1)))
+
+
+@pytest.fixture(scope="module")
+def shim():
+    if not os.path.exists(SHIM):
+        pytest.fail(f"{SHIM} is missing: build it with `make {os.path.relpath(SHIM, ROOT)}`")
+    return SHIM
+
+
+def test_shim_fails_the_allocation_it_is_told_to(shim, tmp_path):
+    """The shim works: failing the first allocation of a run changes it."""
+    request = ROOT / "examples" / "resnet50" / "request.json"
+    total, _ = count_allocations(request, tmp_path)
+    assert total > 1000
+    r = run(request, {"PARTD_FAIL_AT": "1"})
+    assert r.returncode == 1
+    assert r.stdout == b""
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_allocation_failure_is_a_clean_exit(shim, tmp_path, example):
+    request = ROOT / "examples" / example / "request.json"
+    total, expected = count_allocations(request, tmp_path)
+    assert expected == (ROOT / "examples" / example / "result.json").read_bytes()
+    bad, aborts = [], []
+    for n in failure_points(total):
+        r = run(request, {"PARTD_FAIL_AT": str(n)})
+        lines = r.stderr.decode(errors="replace").splitlines()
+        if r.returncode == 0 and r.stdout == expected:
+            continue
+        if r.returncode == 1 and r.stdout == b"" and len(lines) == 1 and lines[0]:
+            continue
+        if example in SOLVER_ABORTS and solver_abort(r):
+            aborts.append(n)
+            continue
+        bad.append((n, r.returncode, r.stdout[:80], r.stderr[:300]))
+    assert not bad, f"{len(bad)} of {len(failure_points(total))} failure points of {total}: {bad[:5]}"
+    if aborts:
+        pytest.xfail(f"{len(aborts)} failure points inside the CBC solve abort the process "
+                     f"(std::bad_alloc), e.g. {aborts[:3]}")
