@@ -1,15 +1,16 @@
 /*
  * handlers_ops.c - the operational endpoints: GET /livez, /readyz,
  * /metrics and /version. /livez and /version are static answers made once
- * at start; readiness looks at the lifecycle phase, the store, the data
- * directory's free space and the queue. See http_internal.h.
+ * at start; readiness looks at the lifecycle phase, the store and the data
+ * directory's free space, never at the queue: a full queue is a 429 on
+ * POST, and a replica taken out of service for it would also stop answering
+ * the polls of the jobs it holds. See http_internal.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_internal.h"
-#include "jobs.h"
 #include "partd.h"
 
 #ifndef PARTD_BUILD
@@ -72,8 +73,7 @@ static int is_ready(partd_service *svc)
 {
     char buf[128];
     return atomic_load(&svc->phase) == PARTD_PHASE_READY && partd_store_healthy(svc->store) &&
-           !store_space_problem(svc, buf, sizeof buf) &&
-           (uint64_t)partd_jobs_queued(svc->jobs) < svc->cfg->queue_max;
+           !store_space_problem(svc, buf, sizeof buf);
 }
 
 enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd_http *h)
@@ -93,8 +93,6 @@ enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd
         why = "draining: shutting down";
     else if (!partd_store_healthy(svc->store))
         why = "the store cannot be written";
-    else if ((uint64_t)partd_jobs_queued(svc->jobs) >= svc->cfg->queue_max)
-        why = "the job queue is full";
     if (!why)
         why = store_space_problem(svc, space, sizeof space);
     if (why)
