@@ -33,6 +33,7 @@ typedef struct server {
     uv_signal_t sigterm, sigint;
     uv_timer_t sweep, watchdog, slow;
     int loop_ready;
+    int drained;               /* on_drained closed the handles */
     partd_http *http;
 } server;
 
@@ -45,6 +46,7 @@ static void on_drained(void *ctx)
 {
     server *s = ctx;
     partd_log_msg("info", "shutdown", "drained; stopping");
+    s->drained = 1;
     uv_close((uv_handle_t *)&s->sigterm, on_handle_closed);
     uv_close((uv_handle_t *)&s->sigint, on_handle_closed);
     uv_close((uv_handle_t *)&s->sweep, on_handle_closed);
@@ -207,6 +209,15 @@ static void teardown(server *s)
 {
     partd_http_stop(s->http);
     if (s->svc.jobs) {
+        /* A start refused after the timers, signals and the engine were set
+         * up (HTTP or recovery failed) never drained: drain now with no
+         * grace (runs already handed to the pool are stopped, their jobs
+         * stay queued in the store), which closes every handle; else the
+         * loop cannot be closed and their memory leaks. */
+        if (!s->drained) {
+            partd_jobs_drain(s->svc.jobs, 0);
+            uv_run(&s->loop, UV_RUN_DEFAULT);
+        }
         uv_run(&s->loop, UV_RUN_NOWAIT); /* let closing handles finish */
         partd_jobs_free(s->svc.jobs);
     }
