@@ -80,8 +80,13 @@ static int finish_from_cache(partd_jobs *j, job *jb)
     row.summary = e->summary;
     row.cached = 1;
     const partd_job_row *rows[1] = {&row};
-    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
+    int rc = partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
     partd_cache_entry_release(e);
+    if (rc != PARTD_OK)
+        return 0; /* not recorded: plan it as any other job */
+    jb->row.started_ms = row.started_ms;
+    jb->row.finished_ms = row.finished_ms;
+    jb->row.cached = 1;
     atomic_fetch_add(&j->svc->metrics.cache_hits, 1);
     partd_jobs_table_remove(j, jb);
     partd_jobs_set_status(j, jb, PARTD_JOB_SUCCEEDED);

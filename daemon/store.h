@@ -109,8 +109,9 @@ typedef struct partd_store_result {
 } partd_store_result;
 
 /* In one transaction: stores `result` (when not NULL; kept if present) and
- * sets each row's status, finished time, summary/error, dropping its request
- * body. Rows whose status is queued or running are put back in the queue
+ * sets each row's status, finished time, summary/error and cached flag, and
+ * its started time when not 0 (else the one mark_running wrote stays),
+ * dropping its request body. Rows whose status is queued or running are put back in the queue
  * instead (started time cleared), which is how a shutdown leaves them. */
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
                             const partd_job_row *const *rows, size_t n_rows);

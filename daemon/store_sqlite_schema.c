@@ -79,7 +79,8 @@ static const char *const SQL[PARTD_ST_COUNT] = {
     [PARTD_ST_MARK_RUNNING] = "UPDATE jobs SET status = 'running', started_ms = ?2 WHERE id = ?1",
     [PARTD_ST_FINISH_JOB] =
         "UPDATE jobs SET status = ?2, finished_ms = ?3, summary = ?4, error = ?5, "
-        "error_status = ?6, request = NULL WHERE id = ?1",
+        "error_status = ?6, request = NULL, started_ms = COALESCE(?7, started_ms), "
+        "cached = ?8 WHERE id = ?1",
     [PARTD_ST_REQUEUE_JOB] =
         "UPDATE jobs SET status = 'queued', started_ms = NULL WHERE id = ?1",
     /* One statement: no other write can finish the job in between. */

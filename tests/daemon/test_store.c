@@ -257,6 +257,30 @@ static void test_finish_without_result(void **state)
     partd_store_close(s);
 }
 
+/* A queued job finished at once from a cached result: the row says cached
+ * and has its start time (the engine's finish_from_cache). */
+static void test_finish_from_cache_keeps_cached_and_start(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    partd_job_row r = row_of(ID[0], 1000);
+    assert_int_equal(partd_store_insert_job(s, &r, NULL, NULL, "{}", 2), PARTD_OK);
+    r.status = PARTD_JOB_SUCCEEDED;
+    r.started_ms = r.finished_ms = 1500;
+    r.cached = 1;
+    r.summary = "{\"n\":1}";
+    const partd_job_row *rows[] = {&r};
+    assert_int_equal(partd_store_finish_jobs(s, NULL, rows, 1), PARTD_OK);
+    partd_job_row got;
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
+    assert_int_equal(got.cached, 1);
+    assert_int_equal(got.started_ms, 1500);
+    assert_int_equal(got.finished_ms, 1500);
+    partd_job_row_clear(&got);
+    partd_store_close(s);
+}
+
 /* A stored result is kept (first one wins) and counts as used again. */
 static void test_put_result_keeps_the_first(void **state)
 {
@@ -482,6 +506,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_pending_and_sweep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finish_without_result, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finish_from_cache_keeps_cached_and_start, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_put_result_keeps_the_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages_and_filter, setup, teardown),
