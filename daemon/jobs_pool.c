@@ -418,6 +418,10 @@ static void after_plan(uv_work_t *w, int status)
     /* The pool thread posted "started" before finishing; handle it first so
      * the run is not freed under a pending message. */
     partd_jobs_process_messages(j);
+    if (status != UV_ECANCELED && !r->started)
+        /* It ran, but its "started" message never arrived (posted after
+         * the engine closed): its jobs still get their start time. */
+        partd_jobs_on_started(j, r);
     if (status == UV_ECANCELED) {
         /* Cancelled before it started: by DELETE (no jobs left) or by a
          * shutdown (jobs stay queued in the store for the next start). */

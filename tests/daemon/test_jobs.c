@@ -334,6 +334,11 @@ static void test_same_request_again_is_a_cache_hit(void **state)
     assert_int_equal(partd_store_get_job(e->svc.store, second.id, &got), PARTD_OK);
     assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
     assert_non_null(got.summary);
+    /* The stored job says so, with a start time (started_at is never null
+     * for a succeeded job). */
+    assert_int_equal(got.cached, 1);
+    assert_true(got.started_ms >= second.created_ms);
+    assert_true(got.finished_ms >= got.started_ms);
     partd_job_row_clear(&got);
     /* Answered from the cache, not planned again: one hit, one planning. */
     assert_int_equal(atomic_load(&e->svc.metrics.cache_hits), 1);
