@@ -11,6 +11,7 @@
 
 #include "http_internal.h"
 #include "jobs.h"
+#include "log.h"
 #include "partd.h"
 
 /* The job from the table (unfinished) or else the store. */
@@ -197,31 +198,42 @@ enum MHD_Result partd_http_delete_job(struct MHD_Connection *c, partd_req *rq, p
     partd_service *svc = h->svc;
     partd_job_row row;
     int err = partd_jobs_cancel(svc->jobs, rq->id, &row);
-    if (err == PARTD_OK)
-        return partd_http_send_job(c, rq, 200, &row);
-    if (err == PARTD_STORE_CONFLICT)
-        err = partd_jobs_lookup(svc->jobs, rq->id, &row);
-    else if (err == PARTD_STORE_MISSING)
+    if (err == PARTD_STORE_MISSING) {
+        /* Not the engine's: finished, or left queued in the store (accepted
+         * while shutting down, or not queued after a failure). Cancelled
+         * there it never runs after a restart. */
+        err = partd_store_cancel_job(svc->store, rq->id, partd_now_ms(), &row);
+        if (err == PARTD_OK) {
+            atomic_fetch_add(&svc->metrics.jobs_finished[PARTD_JOB_CANCELLED], 1);
+            partd_log_field f[] = {PARTD_LF_S("id", row.id), PARTD_LF_S("status", "cancelled"),
+                                   PARTD_LF_S("cache_key", row.cache_key), PARTD_LF_END};
+            partd_log("info", "job", f);
+        }
+    }
+    if (err == PARTD_OK) {
+        enum MHD_Result r = partd_http_send_job(c, rq, 200, &row);
+        partd_job_row_clear(&row);
+        return r;
+    }
+    if (err == PARTD_EIO)
+        return partd_http_send_problem(c, rq, 503, "store-unavailable", "Cancel not recorded",
+                                       "the store could not record the cancel (disk full or "
+                                       "read-only data directory?); the job goes on unchanged",
+                                       NULL, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+    if (err == PARTD_STORE_CONFLICT && partd_jobs_lookup(svc->jobs, rq->id, &row) == PARTD_OK)
+        err = PARTD_OK;
+    else if (err == PARTD_STORE_CONFLICT)
         err = partd_store_get_job(svc->store, rq->id, &row);
     if (err == PARTD_STORE_MISSING)
         return partd_http_send_not_found(c, rq);
     if (err != PARTD_OK)
         return partd_http_send_store_error(c, rq, err);
-    enum MHD_Result r;
-    if (partd_job_finished(row.status)) {
-        char detail[96];
-        snprintf(detail, sizeof detail, "the job already finished (%s)",
-                 partd_job_status_name(row.status));
-        r = partd_http_send_problem(c, rq, 409, "job-finished", "Job already finished", detail,
-                                    NULL, NULL, NULL);
-    } else {
-        /* Committed but not taken by the engine: only while shutting down. */
-        r = partd_http_send_problem(c, rq, 503, "shutting-down", "Shutting down",
-                                    "the job will run after the restart; cancel it then", NULL,
-                                    MHD_HTTP_HEADER_RETRY_AFTER, "5");
-    }
+    char detail[96];
+    snprintf(detail, sizeof detail, "the job already finished (%s)",
+             partd_job_status_name(row.status));
     partd_job_row_clear(&row);
-    return r;
+    return partd_http_send_problem(c, rq, 409, "job-finished", "Job already finished", detail,
+                                   NULL, NULL, NULL);
 }
 
 typedef struct list_ctx {

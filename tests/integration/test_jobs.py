@@ -1,4 +1,6 @@
 """The job engine: cancel, queue limit, timeouts, shared runs, concurrency."""
+import os
+import sqlite3
 import threading
 
 from conftest import chain_request, plan_offline
@@ -54,6 +56,46 @@ def test_cancel_queued_and_running_and_queue_full(make_daemon, slow_body):
     assert d.wait_job(after.json()["id"])["status"] == "succeeded"
     assert d.metric("partd_jobs_finished_total", 'status="cancelled"') == 2
     assert d.metric("partd_jobs_queued") == 0
+
+
+def store_sql(d, sql):
+    """Runs SQL on the daemon's store through a connection of the test's own."""
+    db = sqlite3.connect(os.path.join(d.data_dir, "partd.db"))
+    try:
+        db.executescript(sql)
+    finally:
+        db.close()
+
+
+def test_a_cancel_the_store_refuses_is_503_and_changes_nothing(make_daemon, slow_body):
+    d = make_daemon("--workers", "1")
+    big_id = d.post_job(slow_body).json()["id"]
+    assert wait_running(d, big_id)["status"] == "running"
+    q_id = d.post_job(chain_request(10, seed=31)).json()["id"]
+    # The store refuses every cancel, as a full disk would.
+    store_sql(d, "CREATE TRIGGER refuse_cancel BEFORE UPDATE OF status ON jobs "
+                 "WHEN NEW.status = 'cancelled' BEGIN SELECT RAISE(ABORT, 'disk full'); END;")
+    for job_id in (q_id, big_id):
+        r = d.request("DELETE", f"/v1/jobs/{job_id}")
+        assert r.status == 503, r
+        assert r.json()["type"].endswith("store-unavailable")
+        assert r.header("Retry-After")
+    assert d.job(q_id)["status"] == "queued"
+    assert d.job(big_id)["status"] == "running"
+    assert d.metric("partd_jobs_queued") == 1
+
+    # Recorded now: both cancelled, and after a restart neither runs.
+    store_sql(d, "DROP TRIGGER refuse_cancel;")
+    for job_id in (q_id, big_id):
+        r = d.request("DELETE", f"/v1/jobs/{job_id}")
+        assert r.status == 200, r
+        assert r.json()["status"] == "cancelled"
+    assert d.stop() == 0
+    d.start()
+    for job_id in (q_id, big_id):
+        job = d.job(job_id)
+        assert job["status"] == "cancelled", job
+    assert d.job(q_id)["started_at"] is None
 
 
 def test_job_timeout_fails_the_job_with_a_problem(make_daemon, slow_body):
