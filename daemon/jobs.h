@@ -58,7 +58,10 @@ int partd_jobs_reserve(partd_jobs *j);
 void partd_jobs_unreserve(partd_jobs *j);
 
 /* HTTP thread: hands an accepted job (already committed to the store as
- * queued, with a reserved place) to the loop. Takes ownership of req. */
+ * queued, with a reserved place) to the loop. Takes ownership of req. On
+ * failure (PARTD_ENOMEM, PARTD_EIO when the loop no longer takes jobs) the
+ * place is given back and the job stays queued in the store for the next
+ * start. */
 int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *req);
 
 /* HTTP thread: a copy of a job the table holds (unfinished, or finished

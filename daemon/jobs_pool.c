@@ -291,6 +291,54 @@ static char *store_failure_problem(int *status)
     return text;
 }
 
+/* The problem of a job that failed for want of memory, when not even its
+ * problem document could be made. */
+static const char OOM_PROBLEM[] =
+    "{\"type\":\"urn:partd:problem:out-of-memory\",\"title\":\"Out of memory\","
+    "\"status\":503,\"detail\":\"the server ran out of memory finishing this job; "
+    "submit it again\",\"errors\":[]}";
+
+/* A malloc'd copy of text, or of OOM_PROBLEM when that fails (then
+ * *status becomes 503); NULL only when both fail. */
+static char *error_or_oom(char *text, int *status)
+{
+    if (text)
+        return text;
+    *status = 503;
+    return strdup(OOM_PROBLEM);
+}
+
+/* Writes the final rows of r's jobs (and the result, when given) in one
+ * transaction: PARTD_OK or the store's error. Without memory for the row
+ * list each job is written on its own (the first with the result). */
+static int store_final_rows(partd_jobs *j, const run *r, const partd_store_result *res,
+                            partd_job_status status, int64_t now, const char *error,
+                            int error_status)
+{
+    partd_job_row *copies = calloc(r->n_jobs + 1, sizeof *copies);
+    const partd_job_row **rows = calloc(r->n_jobs + 1, sizeof *rows);
+    int rc;
+    if (copies && rows) {
+        size_t n = fill_rows(r, copies, rows, status, now, error, error_status);
+        rc = partd_store_finish_jobs(j->svc->store, res, rows, n);
+    } else {
+        rc = PARTD_OK;
+        for (const job *jb = r->jobs; jb && rc == PARTD_OK; jb = jb->run_next) {
+            partd_job_row one = jb->row;
+            one.status = status;
+            one.finished_ms = status == PARTD_JOB_QUEUED ? 0 : now;
+            one.summary = status == PARTD_JOB_SUCCEEDED ? r->summary : NULL;
+            one.error = (char *)error;
+            one.error_status = error_status;
+            const partd_job_row *row = &one;
+            rc = partd_store_finish_jobs(j->svc->store, jb == r->jobs ? res : NULL, &row, 1);
+        }
+    }
+    free(copies);
+    free(rows);
+    return rc;
+}
+
 static void on_retry(uv_timer_t *t);
 
 /* Finishes every job of a completed run: store first, then cache and
@@ -311,31 +359,23 @@ static void finish_run_jobs(partd_jobs *j, run *r)
     } else {
         status = PARTD_JOB_FAILED;
         problem_for(r, &r->problem, j->svc->cfg->job_timeout_ms);
-        error = partd_problem_to_json(&r->problem, NULL);
         error_status = r->problem.status;
+        error = error_or_oom(partd_problem_to_json(&r->problem, NULL), &error_status);
     }
-    partd_job_row *copies = calloc(r->n_jobs + 1, sizeof *copies);
-    const partd_job_row **rows = calloc(r->n_jobs + 1, sizeof *rows);
     int stored = 0;
-    size_t n = 0;
-    if (copies && rows) {
-        n = fill_rows(r, copies, rows, status, now, error, error_status);
-        if (status == PARTD_JOB_SUCCEEDED) {
-            partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
-            stored = partd_store_finish_jobs(j->svc->store, &res, rows, n) == PARTD_OK;
-            if (!stored) {
-                status = PARTD_JOB_FAILED;
-                error = store_failure_problem(&error_status);
-                n = fill_rows(r, copies, rows, status, now, error, error_status);
-            }
-        }
-        if (!stored)
-            stored = partd_store_finish_jobs(j->svc->store, NULL, rows, n) == PARTD_OK;
-    }
-    free(copies);
-    free(rows);
     if (status == PARTD_JOB_SUCCEEDED) {
-        /* Cached only once stored: a cache hit always has a stored result. */
+        partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
+        stored = store_final_rows(j, r, &res, status, now, NULL, 0) == PARTD_OK;
+        if (!stored) {
+            status = PARTD_JOB_FAILED;
+            error = error_or_oom(store_failure_problem(&error_status), &error_status);
+        }
+    }
+    if (!stored)
+        stored = store_final_rows(j, r, NULL, status, now, error, error_status) == PARTD_OK;
+    if (status == PARTD_JOB_SUCCEEDED) {
+        /* Cached only once stored (status stays succeeded only then): a
+         * cache hit always has a stored result. */
         char *summary = strdup(r->summary);
         if (summary) {
             partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
@@ -433,12 +473,12 @@ static void after_plan(uv_work_t *w, int status)
         finish_run_jobs(j, r);
     } else if (r->rc == PARTD_OK && r->forms[PARTD_CODING_IDENTITY].data) {
         /* Every job was cancelled but planning finished anyway: keep it. */
-        char *summary = strdup(r->summary);
-        if (summary) {
-            partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
-            partd_store_finish_jobs(j->svc->store, &res, NULL, 0);
+        partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
+        char *summary = NULL;
+        /* Cached only when stored: a cache hit always has a stored result. */
+        if (partd_store_put_result(j->svc->store, &res) == PARTD_OK &&
+            (summary = strdup(r->summary)) != NULL)
             partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
-        }
     }
     run_free(j, r);
     /* Models and results of large graphs are big; hand the freed memory back

@@ -339,6 +339,7 @@ int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *re
         free(m);
         free(jb);
         partd_request_free(req);
+        partd_jobs_unreserve(j); /* its place in the queue is not taken */
         return PARTD_ENOMEM;
     }
     m->kind = MSG_SUBMIT;
