@@ -2,7 +2,8 @@
  * serve.c - `partd serve`: wires settings, store, cache, job engine and HTTP
  * server together and runs the libuv loop on the main thread.
  *
- * Start-up order: settings, store (a corrupt or unwritable one ends the
+ * Start-up order: settings, the data directory's lock (datadir.h: a second
+ * daemon on it exits 1), store (a corrupt or unwritable one ends the
  * process with a clear message and exit code), HTTP listening (/readyz says
  * 503 while starting), recovery of unfinished jobs, READY=1.
  * Shutdown: SIGTERM/SIGINT -> STOPPING=1, /readyz 503, no new jobs, running
@@ -17,11 +18,13 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include "datadir.h"
 #include "http/http.h"
 #include "jobs.h"
 #include "log.h"
 #include "partd.h"
 
+#define EXIT_IN_USE 1 /* the data directory is another daemon's */
 #define EXIT_USAGE 64
 #define EXIT_NOINPUT 66
 #define EXIT_SOFTWARE 70
@@ -34,6 +37,7 @@ typedef struct server {
     uv_timer_t sweep, watchdog, slow;
     int loop_ready;
     int drained;               /* on_drained closed the handles */
+    int lock_fd;               /* the data directory's lock (datadir.h) */
     partd_http *http;
 } server;
 
@@ -158,7 +162,13 @@ static void start_timers(server *s)
 static int run(server *s)
 {
     char err[1024];
-    int code = 0;
+    int code = 0, held = 0;
+    s->lock_fd = partd_datadir_lock(s->cfg.data_dir, &held, err, sizeof err);
+    if (s->lock_fd < 0) {
+        partd_log_msg("error", "store", "%s", err);
+        fprintf(stderr, "partd serve: %s\n", err);
+        return held ? EXIT_IN_USE : PARTD_EXIT_STORE_UNWRITABLE;
+    }
     s->svc.store = partd_store_open(s->cfg.data_dir, err, sizeof err, &code);
     if (!s->svc.store) {
         partd_log_msg("error", "store", "%s", err);
@@ -225,6 +235,7 @@ static void teardown(server *s)
         uv_loop_close(&s->loop);
     partd_cache_free(s->svc.cache);
     partd_store_close(s->svc.store);
+    partd_datadir_unlock(s->lock_fd); /* last: nothing touches the directory after */
     free(s->svc.token);
 }
 
@@ -249,6 +260,7 @@ int partd_serve_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     set_pool_size(s->cfg.workers);
     s->svc.cfg = &s->cfg;
+    s->lock_fd = -1;
     partd_metrics_init(&s->svc.metrics);
     atomic_init(&s->svc.phase, PARTD_PHASE_STARTING);
     s->svc.limits.max_model_bytes = s->cfg.max_model_bytes;

@@ -107,6 +107,22 @@ def test_unwritable_data_dir_exits_73(tmp_path):
     expect_start_failure(tmp_path, data, 73, "store")
 
 
+def test_one_daemon_per_data_directory(make_daemon, tmp_path):
+    data = tmp_path / "shared"
+    first = make_daemon(data_dir=data)
+    second = make_daemon(data_dir=data, start=False)
+    assert second.start(expect_exit=True) == 1, second.log()
+    assert str(data) in second.log(), second.log()
+    assert f"pid {first.proc.pid}" in second.log(), second.log()
+    # The first one is untouched and still serves; once it is gone the
+    # directory is free again.
+    r = first.post_job(chain_request(8, seed=60))
+    assert first.wait_job(r.json()["id"])["status"] == "succeeded"
+    assert first.stop() == 0
+    second.start()
+    assert second.job(r.json()["id"])["status"] == "succeeded"
+
+
 def test_bad_flags_exit_64(tmp_path):
     p = subprocess.run([PARTD_BIN, "serve", "--workers", "zero"], capture_output=True, text=True)
     assert p.returncode == 64 and "--workers" in p.stderr
