@@ -209,8 +209,9 @@ void partd_config_help(FILE *out)
     }
     fprintf(out,
             "  --help                     this text\n\n"
-            "Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 64 bad usage,\n"
-            "65 the store is corrupt or not a partd store, 66 a file named by an\n"
+            "Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 the store is\n"
+            "not a partd store (empty, foreign or corrupt) or another daemon uses\n"
+            "the data directory, 64 bad usage, 66 a file named by an\n"
             "option cannot be read, 71 the address cannot be listened on,\n"
             "73 the data directory or store cannot be created or written, 70 internal.\n");
 }

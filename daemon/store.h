@@ -42,9 +42,12 @@
 #define PARTD_STORE_MISSING 1
 #define PARTD_STORE_CONFLICT 2
 
-/* Exit codes for partd_store_open failures (sysexits.h values). */
+/* Exit codes for partd_store_open failures. An existing store that is not
+ * a partd store (an empty file, another program's database, one that fails
+ * SQLite's quick_check, a newer schema) is 1, as the contract says; the
+ * others are sysexits.h values. */
 #define PARTD_EXIT_STORE_URL 64        /* EX_USAGE: a store URL this build cannot open */
-#define PARTD_EXIT_STORE_CORRUPT 65    /* EX_DATAERR */
+#define PARTD_EXIT_STORE_CORRUPT 1
 #define PARTD_EXIT_STORE_UNWRITABLE 73 /* EX_CANTCREAT */
 
 /* The store URL used when none is given. */
@@ -55,7 +58,8 @@ typedef struct partd_store partd_store;
 /* Opens the store that `url` names (NULL or "" = PARTD_STORE_DEFAULT_URL);
  * data_dir is where an embedded backend keeps its files (sqlite: creates
  * data_dir and data_dir/partd.db when missing, checks that it is a partd
- * store that passes SQLite's quick_check and can be written, and upgrades an
+ * store - not an empty file - that passes SQLite's quick_check and can be
+ * written, and upgrades an
  * older schema in place). A scheme no backend of this build handles is
  * refused naming the scheme only (a URL may carry a password). On failure
  * returns NULL, writes a sentence to err and the exit code to *exit_code. */

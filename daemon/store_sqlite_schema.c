@@ -339,10 +339,32 @@ static int store_path(const char *dir, char *path, size_t path_cap, char *err, s
     return 0;
 }
 
+/* An existing partd.db of 0 bytes is no store at all (truncated, or made
+ * by something else): SQLite would take it for a new, empty database and
+ * the daemon would start with no jobs. Unless a write-ahead log holds its
+ * content (a crash right after creation), refuse it: 0 or -1 with err. */
+static int refuse_empty_file(const char *path, char *err, size_t cap, int *exit_code)
+{
+    struct stat st, wal;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 0)
+        return 0;
+    char wal_path[4200];
+    snprintf(wal_path, sizeof wal_path, "%s-wal", path);
+    if (stat(wal_path, &wal) == 0 && wal.st_size > 0)
+        return 0;
+    snprintf(err, cap, "the store %s is an empty file, not a partd store; refusing to start "
+             "on it (restore it from a backup, or move it away to start with a new store)",
+             path);
+    *exit_code = PARTD_EXIT_STORE_CORRUPT;
+    return -1;
+}
+
 /* The writer: opened, checked, in WAL mode, with the current schema. */
 static int open_writer(partd_sqlite_conn *w, const char *path, char *err, size_t cap,
                        int *exit_code)
 {
+    if (refuse_empty_file(path, err, cap, exit_code) != 0)
+        return -1;
     int rc = conn_open(w, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err, cap);
     if (rc != SQLITE_OK) {
         *exit_code = open_failure_code(rc);

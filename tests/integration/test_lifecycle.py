@@ -79,13 +79,21 @@ def expect_start_failure(tmp_path, data_dir, code, words):
     assert words in d.log()
 
 
-def test_corrupt_store_is_refused_with_exit_65(tmp_path):
+def test_corrupt_store_is_refused_with_exit_1(tmp_path):
     data = tmp_path / "corrupt"
     data.mkdir()
     (data / "partd.db").write_bytes(b"this is not an sqlite database" * 1000)
-    expect_start_failure(tmp_path, data, 65, "store")
+    expect_start_failure(tmp_path, data, 1, "store")
     # Untouched: never silently replaced.
     assert (data / "partd.db").read_bytes().startswith(b"this is not")
+
+
+def test_empty_store_file_is_refused_with_exit_1(tmp_path):
+    data = tmp_path / "empty"
+    data.mkdir()
+    (data / "partd.db").write_bytes(b"")
+    expect_start_failure(tmp_path, data, 1, "empty file, not a partd store")
+    assert (data / "partd.db").read_bytes() == b""  # not turned into a new store
 
 
 def test_foreign_database_is_refused(tmp_path):
@@ -95,7 +103,7 @@ def test_foreign_database_is_refused(tmp_path):
     con.execute("create table customers (id integer)")
     con.commit()
     con.close()
-    expect_start_failure(tmp_path, data, 65, "not a partd store")
+    expect_start_failure(tmp_path, data, 1, "not a partd store")
 
 
 def test_unwritable_data_dir_exits_73(tmp_path):
