@@ -92,7 +92,9 @@ static const char *const SQL[PARTD_ST_COUNT] = {
     [PARTD_ST_PUT_RESULT] =
         "INSERT INTO results (cache_key, etag, summary, body, body_zstd, body_gzip, "
         "created_ms, used_ms) VALUES (?1, ?2, ?3, ?4, ?6, ?7, ?5, ?5) "
-        "ON CONFLICT(cache_key) DO UPDATE SET used_ms = excluded.used_ms",
+        "ON CONFLICT(cache_key) DO UPDATE SET used_ms = excluded.used_ms, "
+        "etag = excluded.etag, summary = excluded.summary, body = excluded.body, "
+        "body_zstd = excluded.body_zstd, body_gzip = excluded.body_gzip",
     [PARTD_ST_GET_RESULT] =
         "SELECT body, etag, summary, body_zstd, body_gzip FROM results WHERE cache_key = ?1",
     [PARTD_ST_TOUCH_RESULT] = "UPDATE results SET used_ms = ?2 WHERE cache_key = ?1",

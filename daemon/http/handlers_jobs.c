@@ -89,7 +89,7 @@ int partd_http_load_result(partd_service *svc, const char *key, partd_cache_entr
         return PARTD_OK;
     partd_blob forms[PARTD_CODINGS];
     char *summary = NULL, etag[72];
-    int err = partd_store_get_result(svc->store, key, forms, etag, &summary);
+    int err = partd_store_load_result(svc->store, key, forms, etag, &summary);
     if (err != PARTD_OK)
         return err;
     partd_cache_put(svc->cache, key, etag, forms, summary, out);
@@ -105,6 +105,11 @@ static enum MHD_Result send_result(struct MHD_Connection *c, partd_req *rq, part
         return partd_http_send_problem(c, rq, 404, "result-expired", "Result expired",
                                        "the job's result is no longer stored (retention)", NULL,
                                        NULL, NULL);
+    if (err == PARTD_STORE_DAMAGED)
+        return partd_http_send_problem(c, rq, 500, "result-damaged", "Stored result damaged",
+                                       "the stored result no longer matches its hash and is not "
+                                       "served; submit the request again to plan it anew",
+                                       NULL, NULL, NULL);
     if (err != PARTD_OK)
         return partd_http_send_store_error(c, rq, err);
     const char *accept =

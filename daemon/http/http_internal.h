@@ -225,8 +225,9 @@ void partd_http_ops_prepare(partd_http *h);
 void partd_http_ops_release(partd_http *h);
 
 /* A reference to a result document (release it with
- * partd_cache_entry_release): the cache, else the store (then cached).
- * PARTD_OK, PARTD_STORE_MISSING, or a store error. */
+ * partd_cache_entry_release): the cache, else the store, checked against
+ * its hash (partd_store_load_result), then cached. PARTD_OK,
+ * PARTD_STORE_MISSING, PARTD_STORE_DAMAGED, or a store error. */
 int partd_http_load_result(partd_service *svc, const char *key, partd_cache_entry **out);
 
 /* ---- pure helpers of the job handlers (unit-tested) --------------------- */

@@ -10,6 +10,9 @@
 
 #include "testutil.h"
 
+#include <sqlite3.h>
+
+#include "hash.h"
 #include "partd.h"
 #include "store.h"
 
@@ -281,8 +284,9 @@ static void test_finish_from_cache_keeps_cached_and_start(void **state)
     partd_store_close(s);
 }
 
-/* A stored result is kept (first one wins) and counts as used again. */
-static void test_put_result_keeps_the_first(void **state)
+/* Storing a result again replaces the one under its key (results are
+ * deterministic: only a damaged copy differs) and counts as used again. */
+static void test_put_result_replaces_the_stored_one(void **state)
 {
     (void)state;
     partd_store *s = open_ok();
@@ -295,11 +299,72 @@ static void test_put_result_keeps_the_first(void **state)
     partd_blob forms[PARTD_CODINGS];
     char *summary = NULL, etag[72];
     assert_int_equal(partd_store_get_result(s, "sha256:k", forms, etag, &summary), PARTD_OK);
-    assert_memory_equal(forms[PARTD_CODING_IDENTITY].data, "ONE", 3);
-    assert_string_equal(etag, "sha256:e1");
-    assert_string_equal(summary, "{\"n\":1}");
+    assert_memory_equal(forms[PARTD_CODING_IDENTITY].data, "TWO", 3);
+    assert_string_equal(etag, "sha256:e2");
+    assert_string_equal(summary, "{\"n\":2}");
     partd_blobs_free(forms);
     free(summary);
+    partd_store_close(s);
+}
+
+/* Runs SQL on the store's file through a connection of the test's own. */
+static void store_sql(const char *sql)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/partd.db", dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* A result is served only when it still hashes to its ETag; a coded form
+ * that does not decode to it is dropped. */
+static void test_load_result_checks_the_hash(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    const char *text = "{\"summary\":{\"n\":1},\"padding\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}\n";
+    partd_blob forms[PARTD_CODINGS] = {{strdup(text), strlen(text)}};
+    assert_int_equal(partd_encode_all(forms), PARTD_OK);
+    assert_non_null(forms[PARTD_CODING_ZSTD].data);
+    assert_non_null(forms[PARTD_CODING_GZIP].data);
+    char hash[72];
+    assert_int_equal(partd_sha256_hex(text, strlen(text), hash), PARTD_OK);
+    partd_store_result r = {"sha256:k", hash, "{\"n\":1}", forms};
+    assert_int_equal(partd_store_put_result(s, &r), PARTD_OK);
+    partd_blobs_free(forms);
+
+    partd_blob got[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_load_result(s, "sha256:k", got, etag, &summary), PARTD_OK);
+    assert_string_equal(etag, hash);
+    assert_non_null(got[PARTD_CODING_ZSTD].data);
+    partd_blobs_free(got);
+    free(summary);
+
+    /* A damaged coded form: the document is still served, alone. */
+    store_sql("UPDATE results SET body_gzip = x'1f8b0800' WHERE cache_key = 'sha256:k'");
+    assert_int_equal(partd_store_load_result(s, "sha256:k", got, etag, &summary), PARTD_OK);
+    assert_null(got[PARTD_CODING_GZIP].data);
+    assert_non_null(got[PARTD_CODING_ZSTD].data);
+    assert_memory_equal(got[PARTD_CODING_IDENTITY].data, text, strlen(text));
+    partd_blobs_free(got);
+    free(summary);
+
+    /* One changed byte in the document: never served. */
+    store_sql("UPDATE results SET body = CAST(replace(CAST(body AS TEXT), '\"n\":1', "
+              "'\"n\":7') AS BLOB) WHERE cache_key = 'sha256:k'");
+    summary = (char *)1;
+    assert_int_equal(partd_store_load_result(s, "sha256:k", got, etag, &summary),
+                     PARTD_STORE_DAMAGED);
+    assert_null(summary);
+    assert_null(got[PARTD_CODING_IDENTITY].data);
+    assert_int_equal(partd_store_load_result(s, "sha256:none", got, etag, &summary),
+                     PARTD_STORE_MISSING);
     partd_store_close(s);
 }
 
@@ -508,7 +573,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_finish_without_result, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finish_from_cache_keeps_cached_and_start, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_put_result_keeps_the_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_result_replaces_the_stored_one, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_load_result_checks_the_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages_and_filter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_results, setup, teardown),

@@ -131,6 +131,39 @@ def test_one_daemon_per_data_directory(make_daemon, tmp_path):
     assert second.job(r.json()["id"])["status"] == "succeeded"
 
 
+def test_a_damaged_stored_result_is_never_served(make_daemon):
+    d = make_daemon()
+    doc = chain_request(12, seed=70)
+    job = d.wait_job(d.post_job(doc).json()["id"])
+    good = d.get(f"/v1/jobs/{job['id']}/result")
+    assert good.status == 200
+    assert d.stop() == 0
+    # One byte of the stored document changes between restarts.
+    db = sqlite3.connect(os.path.join(d.data_dir, "partd.db"))
+    (body,) = db.execute("SELECT body FROM results").fetchone()
+    damaged = body.replace(b'"summary"', b'"summarY"', 1)
+    assert damaged != body
+    db.execute("UPDATE results SET body = ?", (damaged,))
+    db.commit()
+    db.close()
+
+    d.start()
+    r = d.get(f"/v1/jobs/{job['id']}/result")
+    assert r.status == 500, r
+    assert r.json()["type"].endswith("result-damaged")
+    assert r.header("ETag") is None
+    assert "does not match its hash" in d.log()
+    # Not a cache hit: submitted again it is planned anew, and the plan
+    # replaces the damaged copy.
+    again = d.post_job(doc)
+    assert again.status == 202, again
+    assert d.wait_job(again.json()["id"])["status"] == "succeeded"
+    for job_id in (job["id"], again.json()["id"]):
+        r = d.get(f"/v1/jobs/{job_id}/result")
+        assert r.status == 200 and r.body == good.body
+        assert r.header("ETag") == good.header("ETag")
+
+
 def test_bad_flags_exit_64(tmp_path):
     p = subprocess.run([PARTD_BIN, "serve", "--workers", "zero"], capture_output=True, text=True)
     assert p.returncode == 64 and "--workers" in p.stderr
