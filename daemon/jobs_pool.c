@@ -252,6 +252,13 @@ static void problem_for(run *r, partd_problem *p, uint64_t timeout_ms)
         partd_problem_set(p, 503, "job-timeout", "Planning timed out",
                           "planning took longer than the job time limit (--job-timeout-ms = %llu ms)",
                           (unsigned long long)timeout_ms);
+    } else if (r->rc == PARTD_ENOMEM) {
+        /* Not the request's fault, and it may well fit later. */
+        partd_problem_free(p);
+        partd_problem_init(p);
+        partd_problem_set(p, 503, "out-of-memory", "Out of memory",
+                          "the server ran out of memory planning or rendering this job; "
+                          "submit it again");
     } else if (p->status == 0) {
         int status = r->rc == PARTD_EINFEASIBLE || r->rc == PARTD_EINVALID ? 422 : 500;
         partd_problem_set(p, status, status == 422 ? "planning-failed" : "internal-error",

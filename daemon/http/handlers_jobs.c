@@ -140,7 +140,7 @@ static enum MHD_Result send_result(struct MHD_Connection *c, partd_req *rq, part
                                                                       release_entry, e);
         if (!resp) {
             partd_cache_entry_release(e);
-            return MHD_NO;
+            return partd_http_queue(c, rq, 503, NULL); /* the out-of-memory problem */
         }
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, PARTD_HTTP_CT_JSON);
         if (coding != PARTD_CODING_IDENTITY)
@@ -149,7 +149,7 @@ static enum MHD_Result send_result(struct MHD_Connection *c, partd_req *rq, part
         status = 200;
     }
     if (!resp)
-        return MHD_NO;
+        return partd_http_queue(c, rq, 503, NULL);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, quoted);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "private, max-age=0");

@@ -21,6 +21,10 @@
 #define READY_MIN_FREE_BYTES ((uint64_t)16 << 20)
 
 static const char LIVEZ_BODY[] = "{\"status\":\"ok\"}\n";
+static const char OUT_OF_MEMORY_BODY[] =
+    "{\"type\":\"urn:partd:problem:out-of-memory\",\"title\":\"Out of memory\","
+    "\"status\":503,\"detail\":\"the server ran out of memory answering this request\","
+    "\"errors\":[]}\n";
 static const char VERSION_BODY[] =
     "{\"name\":\"partd\",\"version\":\"" PARTD_VERSION "\",\"planner_version\":\""
     PARTD_PLANNER_VERSION "\",\"build\":\"" PARTD_BUILD "\"}\n";
@@ -29,6 +33,14 @@ void partd_http_ops_prepare(partd_http *h)
 {
     h->livez = partd_http_static_json(LIVEZ_BODY);
     h->version = partd_http_static_json(VERSION_BODY);
+    h->out_of_memory = MHD_create_response_from_buffer(
+        strlen(OUT_OF_MEMORY_BODY), (void *)OUT_OF_MEMORY_BODY, MHD_RESPMEM_PERSISTENT);
+    if (h->out_of_memory) {
+        MHD_add_response_header(h->out_of_memory, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                PARTD_HTTP_CT_PROBLEM);
+        MHD_add_response_header(h->out_of_memory, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+        MHD_add_response_header(h->out_of_memory, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    }
 }
 
 void partd_http_ops_release(partd_http *h)
@@ -37,7 +49,9 @@ void partd_http_ops_release(partd_http *h)
         MHD_destroy_response(h->livez);
     if (h->version)
         MHD_destroy_response(h->version);
-    h->livez = h->version = NULL;
+    if (h->out_of_memory)
+        MHD_destroy_response(h->out_of_memory);
+    h->livez = h->version = h->out_of_memory = NULL;
 }
 
 enum MHD_Result partd_http_livez(struct MHD_Connection *c, partd_req *rq, partd_http *h)
@@ -100,7 +114,7 @@ enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd
                                        MHD_HTTP_HEADER_RETRY_AFTER, "1");
     char *text = strdup("{\"status\":\"ready\"}\n");
     if (!text)
-        return MHD_NO;
+        return partd_http_queue(c, rq, 503, NULL); /* the out-of-memory problem */
     return partd_http_queue(c, rq, 200,
                             partd_http_response(text, strlen(text), PARTD_HTTP_CT_JSON));
 }

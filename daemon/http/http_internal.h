@@ -67,6 +67,8 @@ struct partd_http {
     char *tls_cert, *tls_key;
     struct MHD_Response *livez;
     struct MHD_Response *version;
+    /* A 503 problem made at start, for when no answer can be allocated. */
+    struct MHD_Response *out_of_memory;
     /* Bytes of request bodies held right now, against --max-inflight-bytes:
      * many large uploads at once cannot exhaust memory. */
     atomic_uint_fast64_t inflight;
@@ -92,6 +94,8 @@ typedef struct partd_req {
     int too_big;
     uint64_t discarded;
     partd_coding body_coding;  /* the body's Content-Encoding */
+    int body_lost;             /* memory for the body ran out: answer 503 */
+    struct MHD_Response *out_of_memory; /* partd_http's, borrowed */
 } partd_req;
 
 /* ---- the route table (routes.c) ----------------------------------------- */
