@@ -87,6 +87,15 @@ static char *extract_summary(const char *doc, size_t len)
 
 /* ---- pool thread -------------------------------------------------------- */
 
+static void result_too_large(partd_problem *p, uint64_t max)
+{
+    partd_problem_set(p, 422, "result-too-large", "Result too large",
+                      "the result document is larger than the server's limit "
+                      "(--max-result-bytes = %llu bytes); ask for less detail with "
+                      "options.result.detail: \"summary\"",
+                      (unsigned long long)max);
+}
+
 /* Planner threads run at a lower priority so that the HTTP threads (health
  * checks, polls) stay responsive while every worker is busy. */
 static void lower_thread_priority(void)
@@ -119,19 +128,24 @@ static void plan_work(uv_work_t *w)
     partd_plan *plan = NULL;
     r->rc = partd_plan_run(r->req, &r->cancel, &plan, &r->problem);
     if (r->rc == PARTD_OK) {
+        /* Under the job's deadline and cancel flag, and the size limit. */
         partd_blob *doc = &r->forms[PARTD_CODING_IDENTITY];
-        doc->data = partd_result_to_json(r->req, plan, &doc->len);
-        if (!doc->data)
-            r->rc = PARTD_ENOMEM;
-        else if (partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK)
-            r->rc = PARTD_EINTERNAL;
-        else if (!(r->summary = extract_summary(doc->data, doc->len)))
+        uint64_t max = j->svc->cfg->max_result_bytes;
+        doc->data = partd_result_render(r->req, plan, &r->cancel,
+                                        max > SIZE_MAX ? SIZE_MAX : (size_t)max, &doc->len,
+                                        &r->rc);
+        if (r->rc == PARTD_ETOOBIG)
+            result_too_large(&r->problem, max);
+        if (r->rc == PARTD_OK && (partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK ||
+                                  !(r->summary = extract_summary(doc->data, doc->len))))
             r->rc = PARTD_EINTERNAL;
     }
     if (r->rc == PARTD_OK && partd_encode_all(r->forms) != PARTD_OK)
         /* The document itself is fine; it is only served uncompressed. */
         partd_log_msg("warn", "job", "compressing the result of %s failed; serving it "
                       "uncompressed only", r->cache_key);
+    if (r->rc == PARTD_OK)
+        r->rc = partd_cancel_check(&r->cancel); /* compressing took time too */
     partd_plan_free(plan);
     /* The model can be large; it is not needed after planning. */
     partd_request_free(r->req);
@@ -250,7 +264,8 @@ static void problem_for(run *r, partd_problem *p, uint64_t timeout_ms)
 {
     if (r->rc == PARTD_ETIMEOUT) {
         partd_problem_set(p, 503, "job-timeout", "Planning timed out",
-                          "planning took longer than the job time limit (--job-timeout-ms = %llu ms)",
+                          "the job took longer than its time limit (--job-timeout-ms = %llu "
+                          "ms; planning, rendering and storing count)",
                           (unsigned long long)timeout_ms);
     } else if (r->rc == PARTD_ENOMEM) {
         /* Not the request's fault, and it may well fit later. */
@@ -370,6 +385,15 @@ static void finish_run_jobs(partd_jobs *j, run *r)
         error = error_or_oom(partd_problem_to_json(&r->problem, NULL), &error_status);
     }
     int stored = 0;
+    if (status == PARTD_JOB_SUCCEEDED && partd_cancel_check(&r->cancel) == PARTD_ETIMEOUT) {
+        /* Over its deadline by the time it would be stored: the deadline
+         * holds for storing too. */
+        r->rc = PARTD_ETIMEOUT;
+        status = PARTD_JOB_FAILED;
+        problem_for(r, &r->problem, j->svc->cfg->job_timeout_ms);
+        error_status = r->problem.status;
+        error = error_or_oom(partd_problem_to_json(&r->problem, NULL), &error_status);
+    }
     if (status == PARTD_JOB_SUCCEEDED) {
         partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
         stored = store_final_rows(j, r, &res, status, now, NULL, 0) == PARTD_OK;

@@ -467,6 +467,37 @@ static void test_cancel_the_store_refuses_changes_nothing(void **state)
     env_close(e);
 }
 
+/* The deadline holds past planning: a job whose time is up by the time
+ * its result would be stored fails with the timeout problem, and nothing
+ * is stored or cached. */
+static void test_a_job_past_its_deadline_is_not_stored(void **state)
+{
+    env *e = *state;
+    env_open(e);
+    e->cfg.job_timeout_ms = 1;
+    partd_job_row row, got;
+    submit(e, REQ, &row);
+    uv_run(&e->loop, UV_RUN_NOWAIT); /* the run is on the pool's queue */
+    /* The one pool thread takes the gate only after planning the job: from
+     * here its deadline is set, and its completion waits for the loop. */
+    gate_close(e);
+    int64_t past = partd_monotonic_ns() + 2000000; /* beyond start + 1 ms */
+    while (partd_monotonic_ns() < past)
+        ;
+    gate_release(e);
+    run_until_finished(e, row.id);
+    assert_int_equal(partd_store_get_job(e->svc.store, row.id, &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_FAILED);
+    assert_non_null(strstr(got.error, "job-timeout"));
+    partd_job_row_clear(&got);
+    partd_blob forms[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_get_result(e->svc.store, row.cache_key, forms, etag, &summary),
+                     PARTD_STORE_MISSING);
+    assert_null(partd_cache_get(e->svc.cache, row.cache_key));
+    env_close(e);
+}
+
 static void test_reserve_honours_queue_max(void **state)
 {
     env *e = *state;
@@ -573,6 +604,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_identical_jobs_share_one_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_a_queued_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_the_store_refuses_changes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_job_past_its_deadline_is_not_stored, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reserve_honours_queue_max, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_leaves_jobs_queued_and_recovery_runs_them,

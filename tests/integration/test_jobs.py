@@ -110,6 +110,25 @@ def test_job_timeout_fails_the_job_with_a_problem(make_daemon, slow_body):
     assert res.status == job["error"]["status"]
 
 
+def test_a_result_over_max_result_bytes_fails_its_job_with_a_problem(make_daemon, tmp_path):
+    doc = chain_request(40, seed=41)
+    size = len(plan_offline(doc, tmp_path))
+    d = make_daemon("--max-result-bytes", str(size - 1))
+    job = d.wait_job(d.post_job(doc).json()["id"])
+    assert job["status"] == "failed", job
+    problem = job["error"]
+    assert problem["type"].endswith("result-too-large")
+    assert f"--max-result-bytes = {size - 1}" in problem["detail"]
+    assert 'options.result.detail: "summary"' in problem["detail"]
+    assert d.get(f"/v1/jobs/{job['id']}/result").status == problem["status"]
+    # Exactly at the limit it fits.
+    assert d.stop() == 0
+    d = make_daemon("--max-result-bytes", str(size))
+    job = d.wait_job(d.post_job(doc).json()["id"])
+    assert job["status"] == "succeeded", job
+    assert d.get(f"/v1/jobs/{job['id']}/result").body == plan_offline(doc, tmp_path)
+
+
 def test_identical_concurrent_submissions_share_one_run(make_daemon, slow_body, tmp_path):
     d = make_daemon("--workers", "1")
     blocker = d.post_job(slow_body).json()
