@@ -155,7 +155,9 @@ def test_per_ip_connection_limit(make_daemon):
         s.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
         got = b""
         while not got.endswith(b'{"status":"ok"}\n'):
-            got += s.recv(4096)
+            chunk = s.recv(4096)
+            assert chunk, f"closed before answering /livez: {got!r}"  # never spin on EOF
+            got += chunk
     try:
         extra = socket.create_connection(("127.0.0.1", d.port), timeout=10)
         extra.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
