@@ -53,7 +53,9 @@ static const opt_def OPTS[] = {
     {"max-nodes", OPT_U64, offsetof(partd_config, max_nodes), "0", 0, UINT32_MAX,
      "most graph nodes per request; 0 = no limit"},
     {"job-timeout-ms", OPT_U64, offsetof(partd_config, job_timeout_ms), "600000", 0,
-     U64_MAX_SAFE, "planning time limit per job; 0 = none"},
+     U64_MAX_SAFE, "time limit per job, planning, rendering and storing included; 0 = none"},
+    {"max-result-bytes", OPT_U64, offsetof(partd_config, max_result_bytes), "268435456", 0,
+     U64_MAX_SAFE, "largest result document; a job whose result is larger fails; 0 = no limit"},
     {"cache-max-bytes", OPT_U64, offsetof(partd_config, cache_max_bytes), "268435456", 0,
      U64_MAX_SAFE, "in-memory LRU of result documents with their zstd and gzip forms, in bytes"},
     {"retention-hours", OPT_U64, offsetof(partd_config, retention_hours), "168", 0, 1000000,
@@ -219,8 +221,9 @@ void partd_config_help(FILE *out)
     }
     fprintf(out,
             "  --help                     this text\n\n"
-            "Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 64 bad usage,\n"
-            "65 the store is corrupt or not a partd store, 66 a file named by an\n"
+            "Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 the store is\n"
+            "not a partd store (empty, foreign or corrupt) or another daemon uses\n"
+            "the data directory, 64 bad usage, 66 a file named by an\n"
             "option cannot be read, 71 the address cannot be listened on,\n"
             "73 the data directory or store cannot be created or written, 70 internal.\n");
 }

@@ -36,6 +36,7 @@ typedef struct partd_config {
     uint64_t max_model_bytes;     /* decoded model estimate; 0 = none */
     uint64_t max_nodes;           /* 0 = none */
     uint64_t job_timeout_ms;      /* 0 = none */
+    uint64_t max_result_bytes;    /* result document; 0 = none */
     uint64_t cache_max_bytes;     /* in-memory LRU of result documents */
     uint64_t retention_hours;
     uint64_t sweep_interval_s;    /* retention task period */

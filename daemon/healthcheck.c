@@ -61,6 +61,9 @@ static int parse_url(const char *url, url_parts *u)
             return -1;
         memcpy(u->port, end + 1, n);
         u->port[n] = '\0';
+        uint64_t port = 0;
+        if (partd_parse_u64(u->port, 65535, &port) != PARTD_OK || port == 0)
+            return -1;
     } else if (end == path) {
         snprintf(u->port, sizeof u->port, "80");
     } else {

@@ -73,7 +73,10 @@ int partd_jobs_reserve(partd_jobs *j);
 void partd_jobs_unreserve(partd_jobs *j);
 
 /* HTTP thread: hands an accepted job (already committed to the store as
- * queued, with a reserved place) to the loop. Takes ownership of req. */
+ * queued, with a reserved place) to the loop. Takes ownership of req. On
+ * failure (PARTD_ENOMEM, PARTD_EIO when the loop no longer takes jobs) the
+ * place is given back and the job stays queued in the store for the next
+ * start. */
 int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *req);
 
 /* HTTP thread: a copy of a job the table holds (unfinished, or finished
@@ -82,9 +85,11 @@ int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *re
 int partd_jobs_lookup(partd_jobs *j, const char *id, partd_job_row *out);
 
 /* HTTP thread: cancels an unfinished job and waits for the loop's answer.
- * PARTD_OK with *out the cancelled job, PARTD_STORE_MISSING when the table
- * does not hold it, PARTD_STORE_CONFLICT when it has finished, PARTD_EIO
- * when the loop no longer takes requests. */
+ * The cancel is written to the store before anything else changes.
+ * PARTD_OK with *out the cancelled job, PARTD_STORE_MISSING when the engine
+ * does not hold it (also once the loop no longer takes requests: the store
+ * alone has it), PARTD_STORE_CONFLICT when it has finished, PARTD_EIO when
+ * the store refused the cancel (the job goes on unchanged). */
 int partd_jobs_cancel(partd_jobs *j, const char *id, partd_job_row *out);
 
 /* Loop thread: stop starting jobs; runs get grace_ms to finish, then are

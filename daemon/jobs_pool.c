@@ -88,6 +88,15 @@ static char *extract_summary(const char *doc, size_t len)
 
 /* ---- pool thread -------------------------------------------------------- */
 
+static void result_too_large(partd_problem *p, uint64_t max)
+{
+    partd_problem_set(p, 422, "result-too-large", "Result too large",
+                      "the result document is larger than the server's limit "
+                      "(--max-result-bytes = %llu bytes); ask for less detail with "
+                      "options.result.detail: \"summary\"",
+                      (unsigned long long)max);
+}
+
 /* Planner threads run at a lower priority so that the HTTP threads (health
  * checks, polls) stay responsive while every worker is busy. */
 static void lower_thread_priority(void)
@@ -139,19 +148,24 @@ static void plan_work(uv_work_t *w)
     partd_plan *plan = NULL;
     r->rc = partd_plan_run(r->req, &r->cancel, &plan, &r->problem);
     if (r->rc == PARTD_OK) {
+        /* Under the job's deadline and cancel flag, and the size limit. */
         partd_blob *doc = &r->forms[PARTD_CODING_IDENTITY];
-        doc->data = partd_result_to_json(r->req, plan, &doc->len);
-        if (!doc->data)
-            r->rc = PARTD_ENOMEM;
-        else if (partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK)
-            r->rc = PARTD_EINTERNAL;
-        else if (!(r->summary = extract_summary(doc->data, doc->len)))
+        uint64_t max = j->svc->cfg->max_result_bytes;
+        doc->data = partd_result_render(r->req, plan, &r->cancel,
+                                        max > SIZE_MAX ? SIZE_MAX : (size_t)max, &doc->len,
+                                        &r->rc);
+        if (r->rc == PARTD_ETOOBIG)
+            result_too_large(&r->problem, max);
+        if (r->rc == PARTD_OK && (partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK ||
+                                  !(r->summary = extract_summary(doc->data, doc->len))))
             r->rc = PARTD_EINTERNAL;
     }
     if (r->rc == PARTD_OK && partd_encode_all(r->forms) != PARTD_OK)
         /* The document itself is fine; it is only served uncompressed. */
         partd_log_msg("warn", "job", "compressing the result of %s failed; serving it "
                       "uncompressed only", r->cache_key);
+    if (r->rc == PARTD_OK)
+        r->rc = partd_cancel_check(&r->cancel); /* compressing took time too */
     partd_plan_free(plan);
     /* The model can be large; it is not needed after planning. */
     partd_request_free(r->req);
@@ -286,8 +300,16 @@ static void problem_for(run *r, partd_problem *p, uint64_t timeout_ms)
 {
     if (r->rc == PARTD_ETIMEOUT) {
         partd_problem_set(p, 503, "job-timeout", "Planning timed out",
-                          "planning took longer than the job time limit (--job-timeout-ms = %llu ms)",
+                          "the job took longer than its time limit (--job-timeout-ms = %llu "
+                          "ms; planning, rendering and storing count)",
                           (unsigned long long)timeout_ms);
+    } else if (r->rc == PARTD_ENOMEM) {
+        /* Not the request's fault, and it may well fit later. */
+        partd_problem_free(p);
+        partd_problem_init(p);
+        partd_problem_set(p, 503, "out-of-memory", "Out of memory",
+                          "the server ran out of memory planning or rendering this job; "
+                          "submit it again");
     } else if (p->status == 0) {
         int status = r->rc == PARTD_EINFEASIBLE || r->rc == PARTD_EINVALID ? 422 : 500;
         partd_problem_set(p, status, status == 422 ? "planning-failed" : "internal-error",
@@ -327,6 +349,54 @@ static char *store_failure_problem(int *status)
     return text;
 }
 
+/* The problem of a job that failed for want of memory, when not even its
+ * problem document could be made. */
+static const char OOM_PROBLEM[] =
+    "{\"type\":\"urn:partd:problem:out-of-memory\",\"title\":\"Out of memory\","
+    "\"status\":503,\"detail\":\"the server ran out of memory finishing this job; "
+    "submit it again\",\"errors\":[]}";
+
+/* A malloc'd copy of text, or of OOM_PROBLEM when that fails (then
+ * *status becomes 503); NULL only when both fail. */
+static char *error_or_oom(char *text, int *status)
+{
+    if (text)
+        return text;
+    *status = 503;
+    return strdup(OOM_PROBLEM);
+}
+
+/* Writes the final rows of r's jobs (and the result, when given) in one
+ * transaction: PARTD_OK or the store's error. Without memory for the row
+ * list each job is written on its own (the first with the result). */
+static int store_final_rows(partd_jobs *j, const run *r, const partd_store_result *res,
+                            partd_job_status status, int64_t now, const char *error,
+                            int error_status)
+{
+    partd_job_row *copies = calloc(r->n_jobs + 1, sizeof *copies);
+    const partd_job_row **rows = calloc(r->n_jobs + 1, sizeof *rows);
+    int rc;
+    if (copies && rows) {
+        size_t n = fill_rows(r, copies, rows, status, now, error, error_status);
+        rc = partd_store_finish_jobs(j->svc->store, res, rows, n);
+    } else {
+        rc = PARTD_OK;
+        for (const job *jb = r->jobs; jb && rc == PARTD_OK; jb = jb->run_next) {
+            partd_job_row one = jb->row;
+            one.status = status;
+            one.finished_ms = status == PARTD_JOB_QUEUED ? 0 : now;
+            one.summary = status == PARTD_JOB_SUCCEEDED ? r->summary : NULL;
+            one.error = (char *)error;
+            one.error_status = error_status;
+            const partd_job_row *row = &one;
+            rc = partd_store_finish_jobs(j->svc->store, jb == r->jobs ? res : NULL, &row, 1);
+        }
+    }
+    free(copies);
+    free(rows);
+    return rc;
+}
+
 static void on_retry(uv_timer_t *t);
 
 /* Finishes every job of a completed run: store first, then cache and
@@ -347,31 +417,32 @@ static void finish_run_jobs(partd_jobs *j, run *r)
     } else {
         status = PARTD_JOB_FAILED;
         problem_for(r, &r->problem, j->svc->cfg->job_timeout_ms);
-        error = partd_problem_to_json(&r->problem, NULL);
         error_status = r->problem.status;
+        error = error_or_oom(partd_problem_to_json(&r->problem, NULL), &error_status);
     }
-    partd_job_row *copies = calloc(r->n_jobs + 1, sizeof *copies);
-    const partd_job_row **rows = calloc(r->n_jobs + 1, sizeof *rows);
     int stored = 0;
-    size_t n = 0;
-    if (copies && rows) {
-        n = fill_rows(r, copies, rows, status, now, error, error_status);
-        if (status == PARTD_JOB_SUCCEEDED) {
-            partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
-            stored = partd_store_finish_jobs(j->svc->store, &res, rows, n) == PARTD_OK;
-            if (!stored) {
-                status = PARTD_JOB_FAILED;
-                error = store_failure_problem(&error_status);
-                n = fill_rows(r, copies, rows, status, now, error, error_status);
-            }
-        }
-        if (!stored)
-            stored = partd_store_finish_jobs(j->svc->store, NULL, rows, n) == PARTD_OK;
+    if (status == PARTD_JOB_SUCCEEDED && partd_cancel_check(&r->cancel) == PARTD_ETIMEOUT) {
+        /* Over its deadline by the time it would be stored: the deadline
+         * holds for storing too. */
+        r->rc = PARTD_ETIMEOUT;
+        status = PARTD_JOB_FAILED;
+        problem_for(r, &r->problem, j->svc->cfg->job_timeout_ms);
+        error_status = r->problem.status;
+        error = error_or_oom(partd_problem_to_json(&r->problem, NULL), &error_status);
     }
-    free(copies);
-    free(rows);
     if (status == PARTD_JOB_SUCCEEDED) {
-        /* Cached only once stored: a cache hit always has a stored result. */
+        partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
+        stored = store_final_rows(j, r, &res, status, now, NULL, 0) == PARTD_OK;
+        if (!stored) {
+            status = PARTD_JOB_FAILED;
+            error = error_or_oom(store_failure_problem(&error_status), &error_status);
+        }
+    }
+    if (!stored)
+        stored = store_final_rows(j, r, NULL, status, now, error, error_status) == PARTD_OK;
+    if (status == PARTD_JOB_SUCCEEDED) {
+        /* Cached only once stored (status stays succeeded only then): a
+         * cache hit always has a stored result. */
         char *summary = strdup(r->summary);
         if (summary) {
             partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
@@ -456,6 +527,10 @@ static void after_plan(uv_work_t *w, int status)
     /* The pool thread posted "started" before finishing; handle it first so
      * the run is not freed under a pending message. */
     partd_jobs_process_messages(j);
+    if (status != UV_ECANCELED && !r->started)
+        /* It ran, but its "started" message never arrived (posted after
+         * the engine closed): its jobs still get their start time. */
+        partd_jobs_on_started(j, r);
     if (status == UV_ECANCELED) {
         /* Cancelled before it started: by DELETE (no jobs left) or by a
          * shutdown (jobs stay queued in the store for the next start). */
@@ -467,12 +542,12 @@ static void after_plan(uv_work_t *w, int status)
         finish_run_jobs(j, r);
     } else if (r->rc == PARTD_OK && r->forms[PARTD_CODING_IDENTITY].data) {
         /* Every job was cancelled but planning finished anyway: keep it. */
-        char *summary = strdup(r->summary);
-        if (summary) {
-            partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
-            partd_store_finish_jobs(j->svc->store, &res, NULL, 0);
+        partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
+        char *summary = NULL;
+        /* Cached only when stored: a cache hit always has a stored result. */
+        if (partd_store_put_result(j->svc->store, &res) == PARTD_OK &&
+            (summary = strdup(r->summary)) != NULL)
             partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
-        }
     }
     run_free(j, r);
     /* Models and results of large graphs are big; hand the freed memory back

@@ -80,8 +80,13 @@ static int finish_from_cache(partd_jobs *j, job *jb)
     row.summary = e->summary;
     row.cached = 1;
     const partd_job_row *rows[1] = {&row};
-    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
+    int rc = partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
     partd_cache_entry_release(e);
+    if (rc != PARTD_OK)
+        return 0; /* not recorded: plan it as any other job */
+    jb->row.started_ms = row.started_ms;
+    jb->row.finished_ms = row.finished_ms;
+    jb->row.cached = 1;
     atomic_fetch_add(&j->svc->metrics.cache_hits, 1);
     partd_jobs_table_remove(j, jb);
     partd_jobs_set_status(j, jb, PARTD_JOB_SUCCEEDED);
@@ -152,6 +157,24 @@ static void reply_cancel(cancel_reply *reply, int rc, const partd_job_row *row)
     pthread_mutex_unlock(&reply->lock);
 }
 
+/* Records the cancel in the store first, in one statement that only
+ * cancels an unfinished job: PARTD_OK once it is durable. On ENOMEM the
+ * statement may have committed without its row being read back: the
+ * stored status says. */
+static int store_cancel(partd_jobs *j, const char *id, int64_t finished_ms)
+{
+    int rc = partd_store_cancel_job(j->svc->store, id, finished_ms, NULL);
+    if (rc == PARTD_ENOMEM) {
+        partd_job_row row;
+        if (partd_store_get_job(j->svc->store, id, &row) == PARTD_OK) {
+            if (row.status == PARTD_JOB_CANCELLED)
+                rc = PARTD_OK;
+            partd_job_row_clear(&row);
+        }
+    }
+    return rc;
+}
+
 static void on_cancel(partd_jobs *j, const char *id, cancel_reply *reply)
 {
     pthread_mutex_lock(&j->table_lock);
@@ -177,20 +200,27 @@ static void on_cancel(partd_jobs *j, const char *id, cancel_reply *reply)
         reply_cancel(reply, PARTD_STORE_CONFLICT, NULL);
         return;
     }
+    /* Durable first: a cancel the store refuses (disk full) changes
+     * nothing, so the job neither strands nor runs after a restart
+     * although it was answered as cancelled. */
+    int64_t now = partd_now_ms();
+    int rc = store_cancel(j, id, now);
+    if (rc != PARTD_OK) {
+        if (rc != PARTD_STORE_CONFLICT)
+            partd_log_msg("error", "job", "cancelling job %s failed: the store refused the "
+                          "write; the job goes on", id);
+        reply_cancel(reply, rc == PARTD_STORE_CONFLICT ? rc : PARTD_EIO, NULL);
+        return;
+    }
     run *r = jb->run;
     partd_jobs_detach(r, jb);
     if (r->n_jobs == 0)
         partd_jobs_stop_run(j, r);
-    partd_job_row row = jb->row;
-    row.status = PARTD_JOB_CANCELLED;
-    row.finished_ms = partd_now_ms();
-    const partd_job_row *rows[1] = {&row};
-    int rc = partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
     partd_jobs_table_remove(j, jb);
-    jb->row.finished_ms = row.finished_ms;
+    jb->row.finished_ms = now;
     partd_jobs_set_status(j, jb, PARTD_JOB_CANCELLED);
     partd_jobs_log(jb, NULL, 0);
-    reply_cancel(reply, rc == PARTD_OK ? PARTD_OK : PARTD_EIO, &jb->row);
+    reply_cancel(reply, PARTD_OK, &jb->row);
     partd_jobs_job_free(jb);
 }
 
@@ -346,6 +376,7 @@ int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *re
         free(m);
         free(jb);
         partd_request_free(req);
+        partd_jobs_unreserve(j); /* its place in the queue is not taken */
         return PARTD_ENOMEM;
     }
     m->kind = MSG_SUBMIT;
@@ -398,6 +429,7 @@ int partd_jobs_cancel(partd_jobs *j, const char *id, partd_job_row *out)
     int rc = send_msg(j, m);
     if (rc != PARTD_OK) {
         free(m);
+        rc = PARTD_STORE_MISSING; /* closed: it runs nothing any more */
     } else {
         pthread_mutex_lock(&reply.lock);
         while (!reply.done)

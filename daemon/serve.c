@@ -2,7 +2,8 @@
  * serve.c - `partd serve`: wires settings, store, cache, job engine and HTTP
  * server together and runs the libuv loop on the main thread.
  *
- * Start-up order: settings, store (a corrupt or unwritable one ends the
+ * Start-up order: settings, the data directory's lock (datadir.h: a second
+ * daemon on it exits 1), store (a corrupt or unwritable one ends the
  * process with a clear message and exit code), HTTP listening (/readyz says
  * 503 while starting), recovery of unfinished jobs, READY=1.
  * Shutdown: SIGTERM/SIGINT -> STOPPING=1, /readyz 503, no new jobs, running
@@ -18,11 +19,13 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include "datadir.h"
 #include "http/http.h"
 #include "jobs.h"
 #include "log.h"
 #include "partd.h"
 
+#define EXIT_IN_USE 1 /* the data directory is another daemon's */
 #define EXIT_USAGE 64
 #define EXIT_NOINPUT 66
 #define EXIT_SOFTWARE 70
@@ -34,6 +37,8 @@ typedef struct server {
     uv_signal_t sigterm, sigint;
     uv_timer_t sweep, watchdog, slow;
     int loop_ready;
+    int drained;               /* on_drained closed the handles */
+    int lock_fd;               /* the data directory's lock (datadir.h) */
     partd_http *http;
 } server;
 
@@ -46,6 +51,7 @@ static void on_drained(void *ctx)
 {
     server *s = ctx;
     partd_log_msg("info", "shutdown", "drained; stopping");
+    s->drained = 1;
     uv_close((uv_handle_t *)&s->sigterm, on_handle_closed);
     uv_close((uv_handle_t *)&s->sigint, on_handle_closed);
     uv_close((uv_handle_t *)&s->sweep, on_handle_closed);
@@ -171,7 +177,13 @@ static void name_runner(server *s)
 static int run(server *s)
 {
     char err[1024];
-    int code = 0;
+    int code = 0, held = 0;
+    s->lock_fd = partd_datadir_lock(s->cfg.data_dir, &held, err, sizeof err);
+    if (s->lock_fd < 0) {
+        partd_log_msg("error", "store", "%s", err);
+        fprintf(stderr, "partd serve: %s\n", err);
+        return held ? EXIT_IN_USE : PARTD_EXIT_STORE_UNWRITABLE;
+    }
     name_runner(s);
     s->svc.store = partd_store_open_url(s->cfg.store, s->cfg.data_dir, err, sizeof err, &code);
     if (!s->svc.store) {
@@ -223,6 +235,15 @@ static void teardown(server *s)
 {
     partd_http_stop(s->http);
     if (s->svc.jobs) {
+        /* A start refused after the timers, signals and the engine were set
+         * up (HTTP or recovery failed) never drained: drain now with no
+         * grace (runs already handed to the pool are stopped, their jobs
+         * stay queued in the store), which closes every handle; else the
+         * loop cannot be closed and their memory leaks. */
+        if (!s->drained) {
+            partd_jobs_drain(s->svc.jobs, 0);
+            uv_run(&s->loop, UV_RUN_DEFAULT);
+        }
         uv_run(&s->loop, UV_RUN_NOWAIT); /* let closing handles finish */
         partd_jobs_free(s->svc.jobs);
     }
@@ -230,6 +251,7 @@ static void teardown(server *s)
         uv_loop_close(&s->loop);
     partd_cache_free(s->svc.cache);
     partd_store_close(s->svc.store);
+    partd_datadir_unlock(s->lock_fd); /* last: nothing touches the directory after */
     free(s->svc.token);
 }
 
@@ -254,6 +276,7 @@ int partd_serve_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     set_pool_size(s->cfg.workers);
     s->svc.cfg = &s->cfg;
+    s->lock_fd = -1;
     partd_metrics_init(&s->svc.metrics);
     atomic_init(&s->svc.phase, PARTD_PHASE_STARTING);
     s->svc.limits.max_model_bytes = s->cfg.max_model_bytes;

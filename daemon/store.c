@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hash.h"
+#include "log.h"
 #include "partd.h"
 #include "store_backend.h"
 
@@ -225,4 +227,48 @@ void partd_store_listen_reset(partd_store *s)
 int64_t partd_store_count_queued(partd_store *s)
 {
     return s->ops->count_queued(s->state);
+}
+
+/* 1 when the coded form decodes to exactly doc. */
+static int coded_form_matches(partd_coding coding, const partd_blob *form, const partd_blob *doc)
+{
+    partd_blob plain = {0};
+    if (partd_decode(coding, form->data, form->len, doc->len, NULL, NULL, &plain) != PARTD_OK)
+        return 0;
+    int same = plain.len == doc->len && memcmp(plain.data, doc->data, doc->len) == 0;
+    free(plain.data);
+    return same;
+}
+
+int partd_store_load_result(partd_store *s, const char *cache_key, partd_blob *forms,
+                            char etag[72], char **summary)
+{
+    int rc = partd_store_get_result(s, cache_key, forms, etag, summary);
+    if (rc != PARTD_OK)
+        return rc;
+    const partd_blob *doc = &forms[PARTD_CODING_IDENTITY];
+    char hash[72];
+    rc = partd_sha256_hex(doc->data, doc->len, hash);
+    if (rc == PARTD_OK && strcmp(hash, etag) != 0) {
+        partd_log_msg("error", "store", "the stored result %s does not match its hash (ETag %s, "
+                      "content %s): not served; planning the request again replaces it",
+                      cache_key, etag, hash);
+        rc = PARTD_STORE_DAMAGED;
+    }
+    for (int c = PARTD_CODING_IDENTITY + 1; rc == PARTD_OK && c < PARTD_CODINGS; c++) {
+        if (forms[c].data && !coded_form_matches((partd_coding)c, &forms[c], doc)) {
+            partd_log_msg("error", "store", "the stored %s form of result %s does not decode "
+                          "to the document: serving the document only",
+                          partd_coding_name((partd_coding)c), cache_key);
+            free(forms[c].data);
+            forms[c].data = NULL;
+            forms[c].len = 0;
+        }
+    }
+    if (rc != PARTD_OK) {
+        partd_blobs_free(forms);
+        free(*summary);
+        *summary = NULL;
+    }
+    return rc;
 }

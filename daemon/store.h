@@ -42,10 +42,14 @@
 
 #define PARTD_STORE_MISSING 1
 #define PARTD_STORE_CONFLICT 2
+#define PARTD_STORE_DAMAGED 3 /* a stored result that does not match its hash */
 
-/* Exit codes for partd_store_open failures (sysexits.h values). */
+/* Exit codes for partd_store_open failures. An existing store that is not
+ * a partd store (an empty file, another program's database, one that fails
+ * SQLite's quick_check, a newer schema) is 1, as the contract says; the
+ * others are sysexits.h values. */
 #define PARTD_EXIT_STORE_URL 64        /* EX_USAGE: a store URL this build cannot open */
-#define PARTD_EXIT_STORE_CORRUPT 65    /* EX_DATAERR */
+#define PARTD_EXIT_STORE_CORRUPT 1     /* not a partd store (contract: exit 1) */
 #define PARTD_EXIT_STORE_UNAVAILABLE 69 /* EX_UNAVAILABLE: the server cannot be reached */
 #define PARTD_EXIT_STORE_UNWRITABLE 73 /* EX_CANTCREAT */
 
@@ -57,7 +61,8 @@ typedef struct partd_store partd_store;
 /* Opens the store that `url` names (NULL or "" = PARTD_STORE_DEFAULT_URL);
  * data_dir is where an embedded backend keeps its files (sqlite: creates
  * data_dir and data_dir/partd.db when missing, checks that it is a partd
- * store that passes SQLite's quick_check and can be written, and upgrades an
+ * store - not an empty file - that passes SQLite's quick_check and can be
+ * written, and upgrades an
  * older schema in place). A scheme no backend of this build handles is
  * refused naming the scheme only (a URL may carry a password). On failure
  * returns NULL, writes a sentence to err and the exit code to *exit_code. */
@@ -113,19 +118,22 @@ typedef struct partd_store_result {
     const partd_blob *forms; /* [PARTD_CODINGS]; the document and its coded forms */
 } partd_store_result;
 
-/* In one transaction: stores `result` (when not NULL; kept if present) and
- * sets each row's status, finished time, summary/error, dropping its request
- * body. Rows whose status is queued or running are put back in the queue
- * instead (started time cleared; a running one's attempt is not counted,
- * since it was stopped, not lost), which is how a shutdown leaves them.
- * On a shared store a row is written only while the job is still the
- * row's claim (unfinished, same runner and attempts); a job cancelled or
- * taken over meanwhile is left as it is (not an error). */
+/* In one transaction: stores `result` (when not NULL; replacing one stored
+ * under the same key, as partd_store_put_result) and sets each row's status,
+ * finished time, summary/error and cached flag, and its started time when
+ * not 0 (else the one mark_running wrote stays), dropping its request body.
+ * Rows whose status is queued or running are put back in the queue instead
+ * (started time cleared; a running one's attempt is not counted, since it
+ * was stopped, not lost), which is how a shutdown leaves them. On a shared
+ * store a row is written only while the job is still the row's claim
+ * (unfinished, same runner and attempts); a job cancelled or taken over
+ * meanwhile is left as it is (not an error). */
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
                             const partd_job_row *const *rows, size_t n_rows);
 
 /* Stores a result without finishing any job (a run whose jobs were all
- * cancelled); an existing one is kept and counts as used now. */
+ * cancelled); an existing one is replaced (results are deterministic, so
+ * only a damaged copy differs) and counts as used now. */
 int partd_store_put_result(partd_store *s, const partd_store_result *result);
 
 /* Atomically cancels an unfinished (queued or running) job: status
@@ -143,6 +151,15 @@ int partd_store_cancel_job(partd_store *s, const char *id, int64_t finished_ms,
  * and *summary (malloc'd). On any error nothing is left allocated. */
 int partd_store_get_result(partd_store *s, const char *cache_key,
                            partd_blob *forms, char etag[72], char **summary);
+
+/* partd_store_get_result, checked before anything is served from it: the
+ * document must hash to its ETag, else PARTD_STORE_DAMAGED (logged, nothing
+ * left allocated); a coded form that does not decode to the document is
+ * dropped (logged), so that only the document is served. Whatever the
+ * backend, so every caller that serves a stored result or answers a cache
+ * hit from one uses this. */
+int partd_store_load_result(partd_store *s, const char *cache_key, partd_blob *forms,
+                            char etag[72], char **summary);
 
 /* Marks a result used now (retention counts from its last use).
  * PARTD_STORE_MISSING when it is no longer there. */

@@ -235,13 +235,16 @@ static int put_result(partd_pg_store *s, partd_pg_conn *c, const partd_store_res
     partd_pg_param_i64(&p, partd_now_ms());
     partd_pg_param_bytes(&p, f[PARTD_CODING_ZSTD].data, f[PARTD_CODING_ZSTD].len);
     partd_pg_param_bytes(&p, f[PARTD_CODING_GZIP].data, f[PARTD_CODING_GZIP].len);
-    /* Content-addressed: the first copy stays (every replica plans the
-     * same bytes for the same key); a later one only counts as a use. */
+    /* Content-addressed: every replica plans the same bytes for the same
+     * key, so a later copy differs only from a damaged one, which it
+     * replaces (store.h: partd_store_load_result). */
     PGresult *r = partd_pg_exec(s, c,
                                 "INSERT INTO results (cache_key, etag, summary, body, created_ms, "
                                 "used_ms, body_zstd, body_gzip) VALUES ($1, $2, $3, $4, $5, $5, "
-                                "$6, $7) ON CONFLICT (cache_key) DO UPDATE SET used_ms = "
-                                "excluded.used_ms",
+                                "$6, $7) ON CONFLICT (cache_key) DO UPDATE SET etag = "
+                                "excluded.etag, summary = excluded.summary, body = excluded.body, "
+                                "used_ms = excluded.used_ms, body_zstd = excluded.body_zstd, "
+                                "body_gzip = excluded.body_gzip",
                                 &p, "finishing jobs", NULL);
     PQclear(r);
     return r ? PARTD_OK : PARTD_EIO;
@@ -271,9 +274,13 @@ static int finish_one(partd_pg_store *s, partd_pg_conn *c, const partd_job_row *
         partd_pg_param_text(&p, row->summary);
         partd_pg_param_text(&p, row->error);
         partd_pg_param_i64(&p, row->error_status);
+        partd_pg_param_i64(&p, row->cached);
+        partd_pg_param_ms(&p, row->started_ms);
+        /* The start time when given (a job finished from the cache was never
+         * marked running), else the one its claim wrote stays. */
         sql = "UPDATE jobs SET status = $4, finished_ms = $5, summary = $6, error = $7, "
-              "error_status = $8, request = NULL, lease_until_ms = NULL WHERE id = $1"
-              STILL_CLAIMED;
+              "error_status = $8, cached = $9, started_ms = coalesce($10, started_ms), "
+              "request = NULL, lease_until_ms = NULL WHERE id = $1" STILL_CLAIMED;
     }
     PGresult *r = partd_pg_exec(s, c, sql, &p, "finishing jobs", NULL);
     PQclear(r);

@@ -306,6 +306,8 @@ static int finish_one(partd_sqlite_store *s, partd_sqlite_conn *c, const partd_j
     bind_text(&b, 4, row->summary);
     bind_text(&b, 5, row->error);
     bind_int64(&b, 6, row->error_status);
+    bind_ms(&b, 7, row->started_ms); /* 0: keep the one marked running */
+    bind_int64(&b, 8, row->cached);
     int rc = bound(&b, "finishing jobs");
     return rc == PARTD_OK ? run_write(s, c, b.st, "finishing jobs", NULL) : rc;
 }

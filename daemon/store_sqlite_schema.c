@@ -88,7 +88,8 @@ static const char *const SQL[PARTD_ST_COUNT] = {
                               "attempts = attempts + 1, runner = ?3 WHERE id = ?1",
     [PARTD_ST_FINISH_JOB] =
         "UPDATE jobs SET status = ?2, finished_ms = ?3, summary = ?4, error = ?5, "
-        "error_status = ?6, request = NULL WHERE id = ?1",
+        "error_status = ?6, request = NULL, started_ms = COALESCE(?7, started_ms), "
+        "cached = ?8 WHERE id = ?1",
     [PARTD_ST_REQUEUE_JOB] =
         "UPDATE jobs SET status = 'queued', started_ms = NULL, attempts = CASE "
         "WHEN status = 'running' AND attempts > 0 THEN attempts - 1 ELSE attempts END "
@@ -102,7 +103,9 @@ static const char *const SQL[PARTD_ST_COUNT] = {
     [PARTD_ST_PUT_RESULT] =
         "INSERT INTO results (cache_key, etag, summary, body, body_zstd, body_gzip, "
         "created_ms, used_ms) VALUES (?1, ?2, ?3, ?4, ?6, ?7, ?5, ?5) "
-        "ON CONFLICT(cache_key) DO UPDATE SET used_ms = excluded.used_ms",
+        "ON CONFLICT(cache_key) DO UPDATE SET used_ms = excluded.used_ms, "
+        "etag = excluded.etag, summary = excluded.summary, body = excluded.body, "
+        "body_zstd = excluded.body_zstd, body_gzip = excluded.body_gzip",
     [PARTD_ST_GET_RESULT] =
         "SELECT body, etag, summary, body_zstd, body_gzip FROM results WHERE cache_key = ?1",
     [PARTD_ST_TOUCH_RESULT] = "UPDATE results SET used_ms = ?2 WHERE cache_key = ?1",
@@ -351,10 +354,32 @@ static int store_path(const char *dir, char *path, size_t path_cap, char *err, s
     return 0;
 }
 
+/* An existing partd.db of 0 bytes is no store at all (truncated, or made
+ * by something else): SQLite would take it for a new, empty database and
+ * the daemon would start with no jobs. Unless a write-ahead log holds its
+ * content (a crash right after creation), refuse it: 0 or -1 with err. */
+static int refuse_empty_file(const char *path, char *err, size_t cap, int *exit_code)
+{
+    struct stat st, wal;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 0)
+        return 0;
+    char wal_path[4200];
+    snprintf(wal_path, sizeof wal_path, "%s-wal", path);
+    if (stat(wal_path, &wal) == 0 && wal.st_size > 0)
+        return 0;
+    snprintf(err, cap, "the store %s is an empty file, not a partd store; refusing to start "
+             "on it (restore it from a backup, or move it away to start with a new store)",
+             path);
+    *exit_code = PARTD_EXIT_STORE_CORRUPT;
+    return -1;
+}
+
 /* The writer: opened, checked, in WAL mode, with the current schema. */
 static int open_writer(partd_sqlite_conn *w, const char *path, char *err, size_t cap,
                        int *exit_code)
 {
+    if (refuse_empty_file(path, err, cap, exit_code) != 0)
+        return -1;
     int rc = conn_open(w, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err, cap);
     if (rc != SQLITE_OK) {
         *exit_code = open_failure_code(rc);

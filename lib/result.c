@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "enums.h"
+#include "partd.h"
 #include "problem.h"
 #include "sac.h"
 #include "training_types.h"
@@ -229,4 +230,80 @@ char *partd_result_to_json(const partd_request *req, const partd_plan *plan, siz
     if (!doc)
         return NULL;
     return partd_json_dump_line(doc, DUMP_FLAGS, len);
+}
+
+/* ---- bounded rendering ---------------------------------------------------- */
+
+#define CHECK_EVERY_BYTES ((size_t)1 << 20)
+
+typedef struct sink {
+    char *buf;
+    size_t len, cap, max;      /* max: 0 = no limit */
+    size_t next_check;
+    const partd_cancel *cancel;
+    int rc;
+} sink;
+
+/* json_dump_callback's writer: appends, refusing past max and stopping
+ * (returning -1 ends the dump) once the job is cancelled or late. */
+static int sink_write(const char *data, size_t n, void *ctx)
+{
+    sink *k = ctx;
+    if (k->max && k->len + n + 1 > k->max) {
+        k->rc = PARTD_ETOOBIG;
+        return -1;
+    }
+    if (k->len >= k->next_check) {
+        k->next_check = k->len + CHECK_EVERY_BYTES;
+        if ((k->rc = partd_cancel_check(k->cancel)) != PARTD_OK)
+            return -1;
+    }
+    if (k->len + n + 2 > k->cap) {
+        size_t cap = k->cap ? k->cap : 65536;
+        while (cap < k->len + n + 2)
+            cap *= 2;
+        if (k->max && cap > k->max + 1)
+            cap = k->max + 1;
+        char *p = realloc(k->buf, cap);
+        if (!p) {
+            k->rc = PARTD_ENOMEM;
+            return -1;
+        }
+        k->buf = p;
+        k->cap = cap;
+    }
+    memcpy(k->buf + k->len, data, n);
+    k->len += n;
+    return 0;
+}
+
+char *partd_result_render(const partd_request *req, const partd_plan *plan,
+                          const partd_cancel *cancel, size_t max_bytes, size_t *len, int *rc)
+{
+    if ((*rc = partd_cancel_check(cancel)) != PARTD_OK)
+        return NULL;
+    json_t *doc = result_json(req, plan);
+    if (!doc) {
+        *rc = PARTD_ENOMEM;
+        return NULL;
+    }
+    sink k = {NULL, 0, 0, max_bytes, 0, cancel, PARTD_OK};
+    if ((*rc = partd_cancel_check(cancel)) == PARTD_OK &&
+        json_dump_callback(doc, sink_write, &k, DUMP_FLAGS) != 0)
+        *rc = k.rc != PARTD_OK ? k.rc : PARTD_ENOMEM;
+    json_decref(doc);
+    /* The newline partd_result_to_json ends with (room was kept for it). */
+    if (*rc == PARTD_OK && k.max && k.len + 1 > k.max)
+        *rc = PARTD_ETOOBIG;
+    if (*rc == PARTD_OK && !k.buf && sink_write("", 0, &k) != 0)
+        *rc = k.rc;
+    if (*rc != PARTD_OK) {
+        free(k.buf);
+        return NULL;
+    }
+    k.buf[k.len++] = '\n';
+    k.buf[k.len] = '\0';
+    if (len)
+        *len = k.len;
+    return k.buf;
 }

@@ -103,6 +103,10 @@ int partd_http_body_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h
 int partd_http_body_take(partd_http *h, partd_req *rq, const char *data, size_t n)
 {
     uint64_t max = h->svc->cfg->max_body_bytes;
+    if (rq->body_lost) {
+        rq->discarded += n;
+        return rq->discarded <= (max > DISCARD_MAX ? max : DISCARD_MAX);
+    }
     if (rq->too_big || rq->len + n > max) {
         rq->too_big = 1;
         rq->discarded += n;
@@ -120,8 +124,12 @@ int partd_http_body_take(partd_http *h, partd_req *rq, const char *data, size_t 
         if (cap > rq->charged && !charge(h, rq, cap - rq->charged))
             return 0; /* over the in-flight budget: the connection is closed */
         char *p = realloc(rq->body, cap);
-        if (!p)
-            return 0;
+        if (!p) {
+            /* Read to the end (up to a bound), then answered 503. */
+            rq->body_lost = 1;
+            rq->discarded += n;
+            return rq->discarded <= (max > DISCARD_MAX ? max : DISCARD_MAX);
+        }
         rq->body = p;
         rq->cap = cap;
     }

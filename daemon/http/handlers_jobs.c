@@ -11,6 +11,7 @@
 
 #include "http_internal.h"
 #include "jobs.h"
+#include "log.h"
 #include "partd.h"
 
 int partd_http_find_job(partd_service *svc, const char *id, partd_job_row *row)
@@ -87,7 +88,7 @@ int partd_http_load_result(partd_service *svc, const char *key, partd_cache_entr
         return PARTD_OK;
     partd_blob forms[PARTD_CODINGS];
     char *summary = NULL, etag[72];
-    int err = partd_store_get_result(svc->store, key, forms, etag, &summary);
+    int err = partd_store_load_result(svc->store, key, forms, etag, &summary);
     if (err != PARTD_OK)
         return err;
     partd_cache_put(svc->cache, key, etag, forms, summary, out);
@@ -103,6 +104,11 @@ static enum MHD_Result send_result(struct MHD_Connection *c, partd_req *rq, part
         return partd_http_send_problem(c, rq, 404, "result-expired", "Result expired",
                                        "the job's result is no longer stored (retention)", NULL,
                                        NULL, NULL);
+    if (err == PARTD_STORE_DAMAGED)
+        return partd_http_send_problem(c, rq, 500, "result-damaged", "Stored result damaged",
+                                       "the stored result no longer matches its hash and is not "
+                                       "served; submit the request again to plan it anew",
+                                       NULL, NULL, NULL);
     if (err != PARTD_OK)
         return partd_http_send_store_error(c, rq, err);
     const char *accept =
@@ -133,7 +139,7 @@ static enum MHD_Result send_result(struct MHD_Connection *c, partd_req *rq, part
                                                                       release_entry, e);
         if (!resp) {
             partd_cache_entry_release(e);
-            return MHD_NO;
+            return partd_http_queue(c, rq, 503, NULL); /* the out-of-memory problem */
         }
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, PARTD_HTTP_CT_JSON);
         if (coding != PARTD_CODING_IDENTITY)
@@ -142,7 +148,7 @@ static enum MHD_Result send_result(struct MHD_Connection *c, partd_req *rq, part
         status = 200;
     }
     if (!resp)
-        return MHD_NO;
+        return partd_http_queue(c, rq, 503, NULL);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, quoted);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "private, max-age=0");
@@ -196,31 +202,42 @@ enum MHD_Result partd_http_delete_job(struct MHD_Connection *c, partd_req *rq, p
     partd_service *svc = h->svc;
     partd_job_row row;
     int err = partd_jobs_cancel(svc->jobs, rq->id, &row);
-    if (err == PARTD_OK)
-        return partd_http_send_job(c, rq, 200, &row);
-    if (err == PARTD_STORE_CONFLICT)
-        err = partd_jobs_lookup(svc->jobs, rq->id, &row);
-    if (err == PARTD_STORE_MISSING) /* not in the table: the store has it */
+    if (err == PARTD_STORE_MISSING) {
+        /* Not the engine's: finished, or left queued in the store (accepted
+         * while shutting down, or not queued after a failure). Cancelled
+         * there it never runs after a restart. */
+        err = partd_store_cancel_job(svc->store, rq->id, partd_now_ms(), &row);
+        if (err == PARTD_OK) {
+            atomic_fetch_add(&svc->metrics.jobs_finished[PARTD_JOB_CANCELLED], 1);
+            partd_log_field f[] = {PARTD_LF_S("id", row.id), PARTD_LF_S("status", "cancelled"),
+                                   PARTD_LF_S("cache_key", row.cache_key), PARTD_LF_END};
+            partd_log("info", "job", f);
+        }
+    }
+    if (err == PARTD_OK) {
+        enum MHD_Result r = partd_http_send_job(c, rq, 200, &row);
+        partd_job_row_clear(&row);
+        return r;
+    }
+    if (err == PARTD_EIO)
+        return partd_http_send_problem(c, rq, 503, "store-unavailable", "Cancel not recorded",
+                                       "the store could not record the cancel (disk full or "
+                                       "read-only data directory?); the job goes on unchanged",
+                                       NULL, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+    if (err == PARTD_STORE_CONFLICT && partd_jobs_lookup(svc->jobs, rq->id, &row) == PARTD_OK)
+        err = PARTD_OK;
+    else if (err == PARTD_STORE_CONFLICT)
         err = partd_store_get_job(svc->store, rq->id, &row);
     if (err == PARTD_STORE_MISSING)
         return partd_http_send_not_found(c, rq);
     if (err != PARTD_OK)
         return partd_http_send_store_error(c, rq, err);
-    enum MHD_Result r;
-    if (partd_job_finished(row.status)) {
-        char detail[96];
-        snprintf(detail, sizeof detail, "the job already finished (%s)",
-                 partd_job_status_name(row.status));
-        r = partd_http_send_problem(c, rq, 409, "job-finished", "Job already finished", detail,
-                                    NULL, NULL, NULL);
-    } else {
-        /* Committed but not taken by the engine: only while shutting down. */
-        r = partd_http_send_problem(c, rq, 503, "shutting-down", "Shutting down",
-                                    "the job will run after the restart; cancel it then", NULL,
-                                    MHD_HTTP_HEADER_RETRY_AFTER, "5");
-    }
+    char detail[96];
+    snprintf(detail, sizeof detail, "the job already finished (%s)",
+             partd_job_status_name(row.status));
     partd_job_row_clear(&row);
-    return r;
+    return partd_http_send_problem(c, rq, 409, "job-finished", "Job already finished", detail,
+                                   NULL, NULL, NULL);
 }
 
 typedef struct list_ctx {

@@ -1,15 +1,16 @@
 /*
  * handlers_ops.c - the operational endpoints: GET /livez, /readyz,
  * /metrics and /version. /livez and /version are static answers made once
- * at start; readiness looks at the lifecycle phase, the store, the data
- * directory's free space and the queue. See http_internal.h.
+ * at start; readiness looks at the lifecycle phase, the store and the data
+ * directory's free space, never at the queue: a full queue is a 429 on
+ * POST, and a replica taken out of service for it would also stop answering
+ * the polls of the jobs it holds. See http_internal.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_internal.h"
-#include "jobs.h"
 #include "partd.h"
 
 #ifndef PARTD_BUILD
@@ -20,6 +21,10 @@
 #define READY_MIN_FREE_BYTES ((uint64_t)16 << 20)
 
 static const char LIVEZ_BODY[] = "{\"status\":\"ok\"}\n";
+static const char OUT_OF_MEMORY_BODY[] =
+    "{\"type\":\"urn:partd:problem:out-of-memory\",\"title\":\"Out of memory\","
+    "\"status\":503,\"detail\":\"the server ran out of memory answering this request\","
+    "\"errors\":[]}\n";
 static const char VERSION_BODY[] =
     "{\"name\":\"partd\",\"version\":\"" PARTD_VERSION "\",\"planner_version\":\""
     PARTD_PLANNER_VERSION "\",\"build\":\"" PARTD_BUILD "\"}\n";
@@ -28,6 +33,14 @@ void partd_http_ops_prepare(partd_http *h)
 {
     h->livez = partd_http_static_json(LIVEZ_BODY);
     h->version = partd_http_static_json(VERSION_BODY);
+    h->out_of_memory = MHD_create_response_from_buffer(
+        strlen(OUT_OF_MEMORY_BODY), (void *)OUT_OF_MEMORY_BODY, MHD_RESPMEM_PERSISTENT);
+    if (h->out_of_memory) {
+        MHD_add_response_header(h->out_of_memory, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                PARTD_HTTP_CT_PROBLEM);
+        MHD_add_response_header(h->out_of_memory, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+        MHD_add_response_header(h->out_of_memory, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    }
 }
 
 void partd_http_ops_release(partd_http *h)
@@ -36,7 +49,9 @@ void partd_http_ops_release(partd_http *h)
         MHD_destroy_response(h->livez);
     if (h->version)
         MHD_destroy_response(h->version);
-    h->livez = h->version = NULL;
+    if (h->out_of_memory)
+        MHD_destroy_response(h->out_of_memory);
+    h->livez = h->version = h->out_of_memory = NULL;
 }
 
 enum MHD_Result partd_http_livez(struct MHD_Connection *c, partd_req *rq, partd_http *h)
@@ -72,8 +87,7 @@ static int is_ready(partd_service *svc)
 {
     char buf[128];
     return atomic_load(&svc->phase) == PARTD_PHASE_READY && partd_store_healthy(svc->store) &&
-           !store_space_problem(svc, buf, sizeof buf) &&
-           (uint64_t)partd_jobs_queued(svc->jobs) < svc->cfg->queue_max;
+           !store_space_problem(svc, buf, sizeof buf);
 }
 
 enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd_http *h)
@@ -93,8 +107,6 @@ enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd
         why = "draining: shutting down";
     else if (!partd_store_healthy(svc->store))
         why = "the store cannot be written";
-    else if ((uint64_t)partd_jobs_queued(svc->jobs) >= svc->cfg->queue_max)
-        why = "the job queue is full";
     if (!why)
         why = store_space_problem(svc, space, sizeof space);
     if (why)
@@ -102,7 +114,7 @@ enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd
                                        MHD_HTTP_HEADER_RETRY_AFTER, "1");
     char *text = strdup("{\"status\":\"ready\"}\n");
     if (!text)
-        return MHD_NO;
+        return partd_http_queue(c, rq, 503, NULL); /* the out-of-memory problem */
     return partd_http_queue(c, rq, 200,
                             partd_http_response(text, strlen(text), PARTD_HTTP_CT_JSON));
 }

@@ -193,8 +193,14 @@ static enum MHD_Result submit(struct MHD_Connection *c, partd_req *rq, partd_ser
     } else {
         atomic_fetch_add(&svc->metrics.cache_misses, 1);
         /* If the engine no longer takes jobs (shutting down) the job stays
-         * queued in the store and runs after the restart. */
-        partd_jobs_submit(svc->jobs, &row, req);
+         * queued in the store and runs after the restart. Without memory to
+         * hand it over it would wait for a restart unseen: withdrawn (no
+         * one has its id yet) and answered 503. */
+        if (partd_jobs_submit(svc->jobs, &row, req) == PARTD_ENOMEM &&
+            partd_store_cancel_job(svc->store, row.id, partd_now_ms(), NULL) == PARTD_OK) {
+            partd_job_row_clear(&row);
+            return partd_http_send_store_error(c, rq, PARTD_ENOMEM);
+        }
         r = partd_http_send_job(c, rq, 202, &row);
     }
     partd_job_row_clear(&row);

@@ -70,6 +70,8 @@ struct partd_http {
     struct MHD_Response *livez;
     struct MHD_Response *version;
     struct MHD_Response *console; /* GET /, made once at start */
+    /* A 503 problem made at start, for when no answer can be allocated. */
+    struct MHD_Response *out_of_memory;
     /* Bytes of request bodies held right now, against --max-inflight-bytes:
      * many large uploads at once cannot exhaust memory. */
     atomic_uint_fast64_t inflight;
@@ -95,6 +97,8 @@ typedef struct partd_req {
     int too_big;
     uint64_t discarded;
     partd_coding body_coding;  /* the body's Content-Encoding */
+    int body_lost;             /* memory for the body ran out: answer 503 */
+    struct MHD_Response *out_of_memory; /* partd_http's, borrowed */
 } partd_req;
 
 /* ---- the route table (routes.c) ----------------------------------------- */
@@ -251,8 +255,9 @@ enum MHD_Result partd_http_get_plan_svg(struct MHD_Connection *c, partd_req *rq,
 int partd_http_find_job(partd_service *svc, const char *id, partd_job_row *row);
 
 /* A reference to a result document (release it with
- * partd_cache_entry_release): the cache, else the store (then cached).
- * PARTD_OK, PARTD_STORE_MISSING, or a store error. */
+ * partd_cache_entry_release): the cache, else the store, checked against
+ * its hash (partd_store_load_result), then cached. PARTD_OK,
+ * PARTD_STORE_MISSING, PARTD_STORE_DAMAGED, or a store error. */
 int partd_http_load_result(partd_service *svc, const char *key, partd_cache_entry **out);
 
 /* ---- pure helpers of the job handlers (unit-tested) --------------------- */

@@ -14,8 +14,14 @@
 enum MHD_Result partd_http_queue(struct MHD_Connection *c, partd_req *rq, int status,
                                  struct MHD_Response *resp)
 {
-    if (!resp)
-        return MHD_NO;
+    if (!resp) {
+        /* The answer could not be allocated: the 503 problem made at start
+         * (shared, so not destroyed), rather than a dropped connection. */
+        if (!rq->out_of_memory)
+            return MHD_NO;
+        rq->status = 503;
+        return MHD_queue_response(c, 503, rq->out_of_memory);
+    }
     rq->status = status;
     enum MHD_Result r = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);

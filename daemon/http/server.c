@@ -148,8 +148,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     partd_http *h = cls;
     partd_req *rq = *con_cls;
-    if (!rq)
-        return MHD_NO; /* the URI callback failed to allocate */
+    if (!rq) /* the URI callback failed to allocate */
+        return h->out_of_memory ? MHD_queue_response(c, 503, h->out_of_memory) : MHD_NO;
     if (rq->status)
         return MHD_YES; /* answered already; libmicrohttpd drains or closes */
     if (!rq->routed) {
@@ -173,6 +173,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     set_phase(h, rq->conn, PARTD_CONN_ANSWERING);
+    if (rq->body_lost)
+        return partd_http_queue(c, rq, 503, NULL); /* the out-of-memory problem */
     return rq->entry->handler(c, rq, h);
 }
 
@@ -180,10 +182,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-    (void)cls;
+    partd_http *h = cls;
     partd_req *rq = calloc(1, sizeof *rq);
     if (!rq)
         return NULL;
+    rq->out_of_memory = h->out_of_memory;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     rq->conn = ci ? ci->socket_context : NULL;

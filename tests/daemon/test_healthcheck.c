@@ -118,6 +118,10 @@ static void test_bad_usage(void **state)
     assert_int_equal(check_url("http://[::1/livez"), 2);
     assert_int_equal(check_url("http://127.0.0.1:12345678/livez"), 2); /* port too long */
     assert_int_equal(check_url("http://127.0.0.1:/livez"), 2);
+    assert_int_equal(check_url("http://127.0.0.1:123456/livez"), 2); /* over 65535 */
+    assert_int_equal(check_url("http://127.0.0.1:65536/livez"), 2);
+    assert_int_equal(check_url("http://127.0.0.1:0/livez"), 2);
+    assert_int_equal(check_url("http://127.0.0.1:8x/livez"), 2);
     char *zero[] = {"healthcheck", "--timeout-ms", "0"};
     assert_int_equal(check(3, zero), 2);
     char *unknown[] = {"healthcheck", "--verbose"};

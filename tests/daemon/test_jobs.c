@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
 #include <uv.h>
 
 #include "testutil.h"
@@ -334,6 +335,11 @@ static void test_same_request_again_is_a_cache_hit(void **state)
     assert_int_equal(partd_store_get_job(e->svc.store, second.id, &got), PARTD_OK);
     assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
     assert_non_null(got.summary);
+    /* The stored job says so, with a start time (started_at is never null
+     * for a succeeded job). */
+    assert_int_equal(got.cached, 1);
+    assert_true(got.started_ms >= second.created_ms);
+    assert_true(got.finished_ms >= got.started_ms);
     partd_job_row_clear(&got);
     /* Answered from the cache, not planned again: one hit, one planning. */
     assert_int_equal(atomic_load(&e->svc.metrics.cache_hits), 1);
@@ -415,6 +421,83 @@ static void test_cancel_a_queued_job(void **state)
     assert_int_equal(atomic_load(&e->svc.metrics.jobs_finished[PARTD_JOB_SUCCEEDED]), 0);
 }
 
+/* Runs SQL on the store's file through a connection of the test's own. */
+static void store_sql(env *e, const char *sql)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/partd.db", e->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* A cancel the store refuses (as on a full disk) changes nothing: the job
+ * stays in the engine and the store as it was, and runs; a later cancel
+ * that is recorded works. */
+static void test_cancel_the_store_refuses_changes_nothing(void **state)
+{
+    env *e = *state;
+    env_open(e);
+    gate_close(e);
+    partd_job_row a, b;
+    submit(e, REQ, &a);
+    submit(e, REQ_INFEASIBLE, &b);
+    uv_run(&e->loop, UV_RUN_NOWAIT);
+    store_sql(e, "CREATE TRIGGER refuse_cancel BEFORE UPDATE OF status ON jobs "
+                 "WHEN NEW.status = 'cancelled' BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    assert_int_equal(cancel_on_loop(e, a.id, NULL), PARTD_EIO);
+    assert_int_equal(cancel_on_loop(e, b.id, NULL), PARTD_EIO);
+    partd_job_row out;
+    assert_int_equal(partd_jobs_lookup(e->svc.jobs, a.id, &out), PARTD_OK);
+    assert_int_equal(out.status, PARTD_JOB_QUEUED);
+    assert_int_equal(stored_status(e, a.id), PARTD_JOB_QUEUED);
+    assert_int_equal(partd_jobs_queued(e->svc.jobs), 2);
+    store_sql(e, "DROP TRIGGER refuse_cancel");
+    assert_int_equal(cancel_on_loop(e, b.id, &out), PARTD_OK);
+    assert_int_equal(out.status, PARTD_JOB_CANCELLED);
+    assert_int_equal(stored_status(e, b.id), PARTD_JOB_CANCELLED);
+    gate_release(e);
+    run_until_finished(e, a.id);
+    assert_int_equal(stored_status(e, a.id), PARTD_JOB_SUCCEEDED);
+    assert_int_equal(stored_status(e, b.id), PARTD_JOB_CANCELLED);
+    assert_int_equal(atomic_load(&e->svc.metrics.jobs_finished[PARTD_JOB_CANCELLED]), 1);
+    env_close(e);
+}
+
+/* The deadline holds past planning: a job whose time is up by the time
+ * its result would be stored fails with the timeout problem, and nothing
+ * is stored or cached. */
+static void test_a_job_past_its_deadline_is_not_stored(void **state)
+{
+    env *e = *state;
+    env_open(e);
+    e->cfg.job_timeout_ms = 1;
+    partd_job_row row, got;
+    submit(e, REQ, &row);
+    uv_run(&e->loop, UV_RUN_NOWAIT); /* the run is on the pool's queue */
+    /* The one pool thread takes the gate only after planning the job: from
+     * here its deadline is set, and its completion waits for the loop. */
+    gate_close(e);
+    int64_t past = partd_monotonic_ns() + 2000000; /* beyond start + 1 ms */
+    while (partd_monotonic_ns() < past)
+        ;
+    gate_release(e);
+    run_until_finished(e, row.id);
+    assert_int_equal(partd_store_get_job(e->svc.store, row.id, &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_FAILED);
+    assert_non_null(strstr(got.error, "job-timeout"));
+    partd_job_row_clear(&got);
+    partd_blob forms[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_get_result(e->svc.store, row.cache_key, forms, etag, &summary),
+                     PARTD_STORE_MISSING);
+    assert_null(partd_cache_get(e->svc.cache, row.cache_key));
+    env_close(e);
+}
+
 static void test_reserve_honours_queue_max(void **state)
 {
     env *e = *state;
@@ -460,7 +543,8 @@ static void test_drain_leaves_jobs_queued_and_recovery_runs_them(void **state)
     store_job(e, REQ, &late);
     assert_true(partd_jobs_reserve(e->svc.jobs));
     assert_int_equal(partd_jobs_submit(e->svc.jobs, &late, tu_decode_ok(REQ)), PARTD_EIO);
-    assert_int_equal(partd_jobs_cancel(e->svc.jobs, row.id, &got), PARTD_EIO);
+    /* The engine holds nothing now: the caller cancels in the store. */
+    assert_int_equal(partd_jobs_cancel(e->svc.jobs, row.id, &got), PARTD_STORE_MISSING);
     assert_int_equal(partd_jobs_queued(e->svc.jobs), 0);
     env_close(e);
 
@@ -553,6 +637,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_identical_jobs_share_one_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_a_queued_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_the_store_refuses_changes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_job_past_its_deadline_is_not_stored, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_reserve_honours_queue_max, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_leaves_jobs_queued_and_recovery_runs_them,
                                         setup, teardown),

@@ -139,8 +139,10 @@ static void test_refuses_bad_flags_and_token_files(void **state)
     (void)state;
     char *unknown[] = {"serve", "--no-such-flag", "1"};
     assert_int_equal(refused(3, unknown, "--no-such-flag"), 64);
+    /* Refused after the store, timers and job engine were set up: the exact
+     * code (under ASan a leak would turn it into LSan's). */
     char *bad_listen[] = {"serve", "--listen", "127.0.0.1:notaport", "--data-dir", dir};
-    assert_int_not_equal(refused(5, bad_listen, "bad port"), 0);
+    assert_int_equal(refused(5, bad_listen, "bad port"), 71);
 
     char missing[128];
     snprintf(missing, sizeof missing, "%s/no-token", dir);

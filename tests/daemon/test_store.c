@@ -14,6 +14,10 @@
 #include "pg_server.h"
 #include "testutil.h"
 
+#include <libpq-fe.h>
+#include <sqlite3.h>
+
+#include "hash.h"
 #include "partd.h"
 #include "store.h"
 
@@ -285,8 +289,33 @@ static void test_finish_without_result(void **state)
     partd_store_close(s);
 }
 
-/* A stored result is kept (first one wins) and counts as used again. */
-static void test_put_result_keeps_the_first(void **state)
+/* A queued job finished at once from a cached result: the row says cached
+ * and has its start time (the engine's finish_from_cache). */
+static void test_finish_from_cache_keeps_cached_and_start(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    partd_job_row r = row_of(ID[0], 1000);
+    assert_int_equal(partd_store_insert_job(s, &r, NULL, NULL, "{}", 2), PARTD_OK);
+    r.status = PARTD_JOB_SUCCEEDED;
+    r.started_ms = r.finished_ms = 1500;
+    r.cached = 1;
+    r.summary = "{\"n\":1}";
+    const partd_job_row *rows[] = {&r};
+    assert_int_equal(partd_store_finish_jobs(s, NULL, rows, 1), PARTD_OK);
+    partd_job_row got;
+    assert_int_equal(partd_store_get_job(s, ID[0], &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
+    assert_int_equal(got.cached, 1);
+    assert_int_equal(got.started_ms, 1500);
+    assert_int_equal(got.finished_ms, 1500);
+    partd_job_row_clear(&got);
+    partd_store_close(s);
+}
+
+/* Storing a result again replaces the one under its key (results are
+ * deterministic: only a damaged copy differs) and counts as used again. */
+static void test_put_result_replaces_the_stored_one(void **state)
 {
     (void)state;
     partd_store *s = open_ok();
@@ -299,11 +328,86 @@ static void test_put_result_keeps_the_first(void **state)
     partd_blob forms[PARTD_CODINGS];
     char *summary = NULL, etag[72];
     assert_int_equal(partd_store_get_result(s, "sha256:k", forms, etag, &summary), PARTD_OK);
-    assert_memory_equal(forms[PARTD_CODING_IDENTITY].data, "ONE", 3);
-    assert_string_equal(etag, "sha256:e1");
-    assert_string_equal(summary, "{\"n\":1}");
+    assert_memory_equal(forms[PARTD_CODING_IDENTITY].data, "TWO", 3);
+    assert_string_equal(etag, "sha256:e2");
+    assert_string_equal(summary, "{\"n\":2}");
     partd_blobs_free(forms);
     free(summary);
+    partd_store_close(s);
+}
+
+/* Runs SQL on the store through a connection of the test's own: the
+ * SQLite file, or the PostgreSQL database (pg_sql in that dialect). */
+static void store_sql_on(const char *sql, const char *pg_sql)
+{
+    if (on_pg) {
+        PGconn *conn = PQconnectdb(url);
+        assert_int_equal(PQstatus(conn), CONNECTION_OK);
+        PGresult *res = PQexec(conn, pg_sql);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK)
+            fail_msg("%s: %s", pg_sql, PQerrorMessage(conn));
+        PQclear(res);
+        PQfinish(conn);
+        return;
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/partd.db", dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* A result is served only when it still hashes to its ETag; a coded form
+ * that does not decode to it is dropped. */
+static void test_load_result_checks_the_hash(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    const char *text = "{\"summary\":{\"n\":1},\"padding\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}\n";
+    partd_blob forms[PARTD_CODINGS] = {{strdup(text), strlen(text)}};
+    assert_int_equal(partd_encode_all(forms), PARTD_OK);
+    assert_non_null(forms[PARTD_CODING_ZSTD].data);
+    assert_non_null(forms[PARTD_CODING_GZIP].data);
+    char hash[72];
+    assert_int_equal(partd_sha256_hex(text, strlen(text), hash), PARTD_OK);
+    partd_store_result r = {"sha256:k", hash, "{\"n\":1}", forms};
+    assert_int_equal(partd_store_put_result(s, &r), PARTD_OK);
+    partd_blobs_free(forms);
+
+    partd_blob got[PARTD_CODINGS];
+    char *summary = NULL, etag[72];
+    assert_int_equal(partd_store_load_result(s, "sha256:k", got, etag, &summary), PARTD_OK);
+    assert_string_equal(etag, hash);
+    assert_non_null(got[PARTD_CODING_ZSTD].data);
+    partd_blobs_free(got);
+    free(summary);
+
+    /* A damaged coded form: the document is still served, alone. */
+    store_sql_on("UPDATE results SET body_gzip = x'1f8b0800' WHERE cache_key = 'sha256:k'",
+                 "UPDATE results SET body_gzip = '\\x1f8b0800' WHERE cache_key = 'sha256:k'");
+    assert_int_equal(partd_store_load_result(s, "sha256:k", got, etag, &summary), PARTD_OK);
+    assert_null(got[PARTD_CODING_GZIP].data);
+    assert_non_null(got[PARTD_CODING_ZSTD].data);
+    assert_memory_equal(got[PARTD_CODING_IDENTITY].data, text, strlen(text));
+    partd_blobs_free(got);
+    free(summary);
+
+    /* One changed byte in the document: never served. */
+    store_sql_on("UPDATE results SET body = CAST(replace(CAST(body AS TEXT), '\"n\":1', "
+                 "'\"n\":7') AS BLOB) WHERE cache_key = 'sha256:k'",
+                 "UPDATE results SET body = convert_to(replace(convert_from(body, 'UTF8'), "
+                 "'\"n\":1', '\"n\":7'), 'UTF8') WHERE cache_key = 'sha256:k'");
+    summary = (char *)1;
+    assert_int_equal(partd_store_load_result(s, "sha256:k", got, etag, &summary),
+                     PARTD_STORE_DAMAGED);
+    assert_null(summary);
+    assert_null(got[PARTD_CODING_IDENTITY].data);
+    assert_int_equal(partd_store_load_result(s, "sha256:none", got, etag, &summary),
+                     PARTD_STORE_MISSING);
     partd_store_close(s);
 }
 
@@ -514,7 +618,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_pending_and_sweep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finish_without_result, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_put_result_keeps_the_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finish_from_cache_keeps_cached_and_start, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_put_result_replaces_the_stored_one, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_load_result_checks_the_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages_and_filter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_results, setup, teardown),

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -102,6 +103,14 @@ static void test_corrupt_and_foreign_files_are_refused(void **state)
         fputs("not a database at all ", f);
     fclose(f);
     expect_refused(PARTD_EXIT_STORE_CORRUPT);
+    unlink(path);
+    /* An empty file is no store either: refused, and left empty. */
+    f = fopen(path, "wb");
+    fclose(f);
+    expect_refused(PARTD_EXIT_STORE_CORRUPT);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 0);
     unlink(path);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "%s/notadir", dir);

@@ -15,6 +15,7 @@ needs space that earlier writes did not already reserve in SQLite's WAL.
 Every wait is a bounded poll.
 """
 import errno
+import http.client
 import json
 import os
 import pathlib
@@ -281,3 +282,72 @@ def test_kill9_while_a_result_is_written_leaves_a_consistent_store(make_daemon, 
     assert d.stop() == 0
     assert integrity_ok(data)
     print("status right after each restart:", outcomes)
+
+
+def build_failmalloc(tmp_path):
+    """The test-only allocation-failure shim (failmalloc_shim.c) as a shared
+    library; skipped when no C compiler is here."""
+    src = pathlib.Path(__file__).with_name("failmalloc_shim.c")
+    so = tmp_path / "failmalloc.so"
+    p = run_cmd("cc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src))
+    if p.returncode != 0:
+        pytest.skip(f"cannot build the allocation-failure shim: {p.stderr.strip()}")
+    return so
+
+
+def test_allocation_failures_while_answering_are_503s_and_the_daemon_keeps_serving(
+        make_daemon, tmp_path):
+    """One allocation fails at a time, at every position over a fixed set of
+    requests that read jobs, results (from the store: no result cache),
+    lists, metrics and readiness: each answer is what it would be, or a 503
+    problem document, or (inside libmicrohttpd itself) a closed connection;
+    the daemon never dies and answers normally once allocations work."""
+    so = build_failmalloc(tmp_path)
+    control = tmp_path / "failmalloc"
+    control.write_text("0 0")
+    d = make_daemon("--workers", "1", "--cache-max-bytes", "0",
+                    env={"LD_PRELOAD": str(so), "PARTD_FAILMALLOC_FILE": str(control)})
+    job = d.wait_job(d.post_job(chain_request(12, seed=80)).json()["id"])
+    assert job["status"] == "succeeded"
+    requests = [("GET", f"/v1/jobs/{job['id']}", 200), ("GET", "/v1/jobs?limit=5", 200),
+                ("GET", f"/v1/jobs/{job['id']}/result", 200), ("GET", "/metrics", 200),
+                ("GET", "/readyz", 200), ("DELETE", f"/v1/jobs/{job['id']}", 409),
+                ("GET", "/v1/jobs/" + "0" * 32, 404)]
+    good = {(method, path): d.request(method, path) for method, path, _ in requests}
+    for method, path, status in requests:
+        assert good[method, path].status == status, (path, good[method, path])
+
+    def arm(text):
+        control.write_text(text)
+        os.kill(d.pid, signal.SIGUSR2)
+
+    seen = {"503": 0, "closed": 0, "same": 0}
+    for n in range(1, 240):
+        arm(f"{n} 1")
+        for method, path, status in requests:
+            try:
+                r = d.request(method, path, timeout=30)
+            except (OSError, http.client.HTTPException):
+                seen["closed"] += 1
+                continue
+            if r.status == status:
+                seen["same"] += 1
+                if path.endswith("/result"):
+                    assert r.body == good[method, path].body, n
+            else:
+                assert r.status == 503, (n, path, r.status, r.body[:300])
+                assert r.json()["status"] == 503, (n, path, r.body[:300])
+                seen["503"] += 1
+        arm("0 0")
+        assert d.alive(), (n, d.log()[-3000:])
+        assert d.status("/livez") == 200, n
+    print("answers under allocation failure:", seen)
+    assert seen["503"] > 0
+    for method, path, status in requests:
+        assert d.request(method, path).status == status, path
+    # Every request that reached partd got an answer: a connection is only
+    # closed when libmicrohttpd itself could not set the request up. (After
+    # the stop every log line has been read.)
+    assert d.stop() == 0
+    unanswered = [l for l in d.log().splitlines() if "request" in l and " status=0 " in l]
+    assert not unanswered, unanswered[:5]

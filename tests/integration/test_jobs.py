@@ -1,6 +1,7 @@
 """The job engine: cancel, queue limit, timeouts, shared runs, concurrency."""
 import json
 import os
+import sqlite3
 import threading
 
 import pytest
@@ -27,12 +28,14 @@ def test_cancel_queued_and_running_and_queue_full(make_daemon, slow_body):
     q_id = queued.json()["id"]
     assert d.get(f"/v1/jobs/{q_id}").json()["status"] == "queued"
 
-    # The one waiting place is taken: 429 with Retry-After, /readyz 503.
+    # The one waiting place is taken: 429 with Retry-After; still ready (a
+    # full queue is no reason to stop routing polls here).
     full = d.post_job(chain_request(10, seed=12))
     assert full.status == 429, full
     assert full.header("Retry-After")
     assert full.header("Content-Type") == "application/problem+json"
-    assert d.get("/readyz").status == 503
+    assert d.get("/readyz").status == 200
+    assert d.metric("partd_ready") == 1
     assert d.metric("partd_jobs_queued") == 1
     assert d.metric("partd_jobs_running") == 1
 
@@ -61,6 +64,46 @@ def test_cancel_queued_and_running_and_queue_full(make_daemon, slow_body):
     assert d.metric("partd_jobs_queued") == 0
 
 
+def store_sql(d, sql):
+    """Runs SQL on the daemon's store through a connection of the test's own."""
+    db = sqlite3.connect(os.path.join(d.data_dir, "partd.db"))
+    try:
+        db.executescript(sql)
+    finally:
+        db.close()
+
+
+def test_a_cancel_the_store_refuses_is_503_and_changes_nothing(make_daemon, slow_body):
+    d = make_daemon("--workers", "1")
+    big_id = d.post_job(slow_body).json()["id"]
+    assert wait_running(d, big_id)["status"] == "running"
+    q_id = d.post_job(chain_request(10, seed=31)).json()["id"]
+    # The store refuses every cancel, as a full disk would.
+    store_sql(d, "CREATE TRIGGER refuse_cancel BEFORE UPDATE OF status ON jobs "
+                 "WHEN NEW.status = 'cancelled' BEGIN SELECT RAISE(ABORT, 'disk full'); END;")
+    for job_id in (q_id, big_id):
+        r = d.request("DELETE", f"/v1/jobs/{job_id}")
+        assert r.status == 503, r
+        assert r.json()["type"].endswith("store-unavailable")
+        assert r.header("Retry-After")
+    assert d.job(q_id)["status"] == "queued"
+    assert d.job(big_id)["status"] == "running"
+    assert d.metric("partd_jobs_queued") == 1
+
+    # Recorded now: both cancelled, and after a restart neither runs.
+    store_sql(d, "DROP TRIGGER refuse_cancel;")
+    for job_id in (q_id, big_id):
+        r = d.request("DELETE", f"/v1/jobs/{job_id}")
+        assert r.status == 200, r
+        assert r.json()["status"] == "cancelled"
+    assert d.stop() == 0
+    d.start()
+    for job_id in (q_id, big_id):
+        job = d.job(job_id)
+        assert job["status"] == "cancelled", job
+    assert d.job(q_id)["started_at"] is None
+
+
 def test_job_timeout_fails_the_job_with_a_problem(make_daemon, slow_body):
     d = make_daemon("--workers", "1", "--job-timeout-ms", "300")
     r = d.post_job(slow_body)
@@ -71,6 +114,26 @@ def test_job_timeout_fails_the_job_with_a_problem(make_daemon, slow_body):
     assert "--job-timeout-ms" in job["error"]["detail"]
     res = d.get(f"/v1/jobs/{job['id']}/result")
     assert res.status == job["error"]["status"]
+
+
+def test_a_result_over_max_result_bytes_fails_its_job_with_a_problem(make_daemon, tmp_path):
+    doc = chain_request(40, seed=41)
+    size = len(plan_offline(doc, tmp_path))
+    d = make_daemon("--max-result-bytes", str(size - 1))
+    job = d.wait_job(d.post_job(doc).json()["id"])
+    assert job["status"] == "failed", job
+    problem = job["error"]
+    assert problem["type"].endswith("result-too-large")
+    assert f"--max-result-bytes = {size - 1}" in problem["detail"]
+    assert 'options.result.detail: "summary"' in problem["detail"]
+    assert d.get(f"/v1/jobs/{job['id']}/result").status == problem["status"]
+    # Exactly at the limit it fits.
+    assert d.stop() == 0
+    d = make_daemon("--max-result-bytes", str(size))
+    job = d.wait_job(d.post_job(doc).json()["id"])
+    assert job["status"] == "succeeded", job
+    assert d.get(f"/v1/jobs/{job['id']}/result").body == plan_offline(doc, tmp_path)
+
 
 
 @pytest.mark.skipif(ON_POSTGRESQL, reason="on a shared store each job is claimed on its own; "

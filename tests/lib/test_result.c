@@ -135,12 +135,53 @@ static void test_degenerate_plans_render(void **state)
     partd_request_free(req);
 }
 
+/* The bounded renderer makes the same bytes, refuses a document over its
+ * limit, and stops for a cancel or a deadline that has passed. */
+static void test_bounded_render(void **state)
+{
+    (void)state;
+    partd_request *req = tu_decode_ok(request);
+    partd_plan *plan = two_stages(req, PARTD_MODE_PIPELINE);
+    size_t len = 0, blen = 0;
+    char *text = partd_result_to_json(req, plan, &len);
+    assert_non_null(text);
+    int rc = -1;
+    char *bounded = partd_result_render(req, plan, NULL, 0, &blen, &rc);
+    assert_int_equal(rc, PARTD_OK);
+    assert_int_equal(blen, len);
+    assert_string_equal(bounded, text);
+    free(bounded);
+    /* Exactly at the limit fits (the limit counts the final newline). */
+    bounded = partd_result_render(req, plan, NULL, len, &blen, &rc);
+    assert_int_equal(rc, PARTD_OK);
+    assert_string_equal(bounded, text);
+    free(bounded);
+    assert_null(partd_result_render(req, plan, NULL, len - 1, &blen, &rc));
+    assert_int_equal(rc, PARTD_ETOOBIG);
+    assert_null(partd_result_render(req, plan, NULL, 10, &blen, &rc));
+    assert_int_equal(rc, PARTD_ETOOBIG);
+
+    partd_cancel cancel;
+    partd_cancel_init(&cancel, 0);
+    atomic_store(&cancel.cancelled, 1);
+    assert_null(partd_result_render(req, plan, &cancel, 0, &blen, &rc));
+    assert_int_equal(rc, PARTD_ECANCELLED);
+    partd_cancel_init(&cancel, 0);
+    cancel.deadline_ns = partd_monotonic_ns() - 1; /* already past */
+    assert_null(partd_result_render(req, plan, &cancel, 0, &blen, &rc));
+    assert_int_equal(rc, PARTD_ETIMEOUT);
+    free(text);
+    partd_plan_free(plan);
+    partd_request_free(req);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_document_text),
         cmocka_unit_test(test_size_based_has_no_pipeline_members),
         cmocka_unit_test(test_degenerate_plans_render),
+        cmocka_unit_test(test_bounded_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
