@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 
 from partd_daemon import (PARTD_BIN, ROOT, Daemon, daemon, make_daemon,  # noqa: E402,F401
-                          wait_until)
+                          sanitizer_runtime, wait_until)
 
 
 # -- request documents --------------------------------------------------------

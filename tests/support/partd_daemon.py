@@ -64,6 +64,19 @@ _LISTENING = re.compile(
     r"\blistening address=(\S+)|\"event\":\"listening\",\"address\":\"([^\"]+)\"")
 
 
+def sanitizer_runtime(binary=PARTD_BIN):
+    """The sanitizer runtime the binary links ("libasan", "libtsan"), or None.
+    An LD_PRELOAD allocation shim cannot go before such a runtime, which
+    must come first; tests that preload one skip on these builds (the plain
+    build runs them)."""
+    with open(binary, "rb") as f:
+        data = f.read()
+    for name in (b"libasan.so", b"libtsan.so"):
+        if name in data:
+            return name.decode().split(".")[0]
+    return None
+
+
 def wait_until(what, predicate, timeout=30.0, interval=0.01):
     """Polls predicate() until it returns a true value (returned) or fails
     with a description of what never happened."""
