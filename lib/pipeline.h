@@ -24,13 +24,5 @@
 int partd_pipeline(const partd_request *req, const partd_cancel *cancel,
                    partd_plan **out, partd_problem *problem);
 
-/* Resolves options.pipeline.cut_after into ascending positions (operation
- * ranks after which a stage ends; *cuts malloc'd, NULL when there are
- * none). Needs only the request: decoding runs it (validate.c) so that a bad
- * name is a 422 before the job is accepted. Returns PARTD_OK, PARTD_EINVALID
- * (every bad entry added to pb at /options/pipeline/cut_after/i) or
- * PARTD_ENOMEM. */
-int partd_pipeline_resolve_cuts(const partd_request *req, int32_t **cuts,
-                                uint32_t *n_cuts, partd_problem *pb);
 
 #endif

@@ -7,7 +7,7 @@
 #include "json_read.h"
 #include "modules.h"
 #include "partd.h"
-#include "pipeline.h"
+#include "pipeline_cuts.h"
 
 static int check_cut_after(const partd_request *req, partd_problem *pb)
 {
