@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from conftest import chain_request, plan_offline
-from partd_daemon import ON_POSTGRESQL
+from partd_daemon import ON_POSTGRESQL, sqlite_only
 
 def wait_running(daemon, job_id):
     return daemon.wait_job(job_id, statuses=("running", "succeeded", "failed", "cancelled"))
@@ -73,6 +73,7 @@ def store_sql(d, sql):
         db.close()
 
 
+@sqlite_only  # refuses the cancel with a trigger in the SQLite file
 def test_a_cancel_the_store_refuses_is_503_and_changes_nothing(make_daemon, slow_body):
     d = make_daemon("--workers", "1")
     big_id = d.post_job(slow_body).json()["id"]

@@ -137,6 +137,7 @@ def test_one_daemon_per_data_directory(make_daemon, tmp_path):
     assert second.job(r.json()["id"])["status"] == "succeeded"
 
 
+@sqlite_only  # damages the row in the SQLite file (test_store.c does it on both stores)
 def test_a_damaged_stored_result_is_never_served(make_daemon):
     d = make_daemon()
     doc = chain_request(12, seed=70)
