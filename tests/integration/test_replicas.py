@@ -128,7 +128,9 @@ def test_database_restart(make_daemon, pg_server, pg_url, tmp_path):
         r = a.post_job(chain_request(10, seed=4))
         assert r.status == 503, r
         assert r.json()["status"] == 503
-        assert time.monotonic() - t < 2.0
+        # Prompt, not a hang: far below the client's own time-out; the figure
+        # itself depends on the machine, so the bound is loose.
+        assert time.monotonic() - t < 20.0
     finally:
         pg_server.start_server()
     wait_until("/readyz 200 again", lambda: a.status("/readyz") == 200, timeout=30)
