@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "testutil.h"
 
 #include "cmd_plan.h"
@@ -64,35 +65,11 @@ static char *read_text(const char *file)
     return partd_read_file(file, 1 << 24, &buf, &len) == PARTD_OK ? buf : NULL;
 }
 
-/* Runs `partd plan argv...` with stdin from stdin_file (NULL: unchanged)
- * and stdout/stderr into files of the temporary directory. */
+/* `partd plan argv...` with stdin from stdin_file (NULL: unchanged) and
+ * stdout/stderr into files of the temporary directory. */
 static int run_plan(int argc, char **argv, const char *stdin_file)
 {
-    fflush(stdout);
-    fflush(stderr);
-    int saved[3] = {dup(0), dup(1), dup(2)};
-    int in = stdin_file ? open(stdin_file, O_RDONLY) : -1;
-    int out = open(path("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = open(path("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    assert_true(out >= 0 && err >= 0 && (!stdin_file || in >= 0));
-    if (in >= 0) {
-        dup2(in, 0);
-        close(in);
-        clearerr(stdin);
-    }
-    dup2(out, 1);
-    dup2(err, 2);
-    close(out);
-    close(err);
-    int code = partd_cmd_plan(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    for (int fd = 0; fd < 3; fd++) {
-        dup2(saved[fd], fd);
-        close(saved[fd]);
-    }
-    clearerr(stdin);
-    return code;
+    return tu_run_captured(partd_cmd_plan, argc, argv, stdin_file, path("stdout"), path("stderr"));
 }
 
 static void test_plans_a_file_into_o(void **state)
