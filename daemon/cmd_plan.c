@@ -50,6 +50,50 @@ static int exit_code_for(int rc)
     }
 }
 
+/* The sink of partd_result_write: the output file, keeping the errno of a
+ * failed write for the message. */
+typedef struct file_sink {
+    partd_output out;
+    int saved_errno;
+} file_sink;
+
+static int file_sink_write(const char *data, size_t len, void *ctx)
+{
+    file_sink *f = ctx;
+    int rc = partd_output_write(&f->out, data, len);
+    if (rc != PARTD_OK)
+        f->saved_errno = errno;
+    return rc;
+}
+
+/* Streams the result into out_path (output.h: a regular file is replaced
+ * only once the whole document is written). PARTD_OK, or PARTD_EIO,
+ * PARTD_ENOMEM or PARTD_EINTERNAL with a message on stderr. */
+static int write_result(const partd_request *req, const partd_plan *plan, const char *out_path)
+{
+    const char *name = out_path ? out_path : "stdout";
+    file_sink f = {.saved_errno = 0};
+    if (partd_output_open(&f.out, out_path) != PARTD_OK) {
+        fprintf(stderr, "partd plan: cannot write %s: %s\n", name, strerror(errno));
+        return PARTD_EIO;
+    }
+    int rc = partd_result_write(req, plan, NULL, 0, file_sink_write, &f, NULL);
+    if (rc == PARTD_OK) {
+        if (partd_output_commit(&f.out) != PARTD_OK) {
+            f.saved_errno = errno;
+            rc = PARTD_EIO;
+        }
+    } else {
+        partd_output_abort(&f.out);
+    }
+    if (rc == PARTD_EIO)
+        fprintf(stderr, "partd plan: cannot write %s: %s\n", name, strerror(f.saved_errno));
+    else if (rc != PARTD_OK)
+        fprintf(stderr, "partd plan: %s writing the result\n",
+                rc == PARTD_ENOMEM ? "out of memory" : partd_strerror(rc));
+    return rc;
+}
+
 static int plan_buffer(const char *body, size_t len, const char *out_path)
 {
     partd_problem pb;
@@ -59,19 +103,9 @@ static int plan_buffer(const char *body, size_t len, const char *out_path)
     int rc = partd_request_decode(body, len, NULL, &req, &pb);
     if (rc == PARTD_OK)
         rc = partd_plan_run(req, NULL, &plan, &pb);
-    if (rc == PARTD_OK) {
-        size_t rlen;
-        char *result = partd_result_to_json(req, plan, &rlen);
-        if (!result) {
-            fprintf(stderr, "partd plan: out of memory writing the result\n");
-            rc = PARTD_ENOMEM;
-        } else if (partd_write_output(out_path, result, rlen) != PARTD_OK) {
-            fprintf(stderr, "partd plan: cannot write %s: %s\n", out_path ? out_path : "stdout",
-                    strerror(errno));
-            rc = PARTD_EIO;
-        }
-        free(result);
-    } else if (exit_code_for(rc) == EXIT_FAILURE_OTHER) {
+    if (rc == PARTD_OK)
+        rc = write_result(req, plan, out_path);
+    else if (exit_code_for(rc) == EXIT_FAILURE_OTHER) {
         /* Not the request's fault (out of memory, an internal error): a
          * line for the operator, not a problem document about the input. */
         fprintf(stderr, "partd plan: %s%s%s\n", partd_strerror(rc), pb.detail ? ": " : "",

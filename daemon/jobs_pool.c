@@ -24,68 +24,6 @@
 /* How often the final state of jobs the store refused is written again. */
 #define RETRY_MS 1000
 
-/* ---- summary ------------------------------------------------------------ */
-
-/* Finds the value of the top-level member "summary" in the result document
- * without parsing all of it (results of 10^6-node graphs are large): a scan
- * that tracks strings and nesting depth. Returns a malloc'd copy or NULL. */
-static char *extract_summary(const char *doc, size_t len)
-{
-    int depth = 0, in_string = 0, escaped = 0;
-    size_t key_start = 0;
-    for (size_t i = 0; i < len; i++) {
-        char ch = doc[i];
-        if (in_string) {
-            if (escaped)
-                escaped = 0;
-            else if (ch == '\\')
-                escaped = 1;
-            else if (ch == '"') {
-                in_string = 0;
-                size_t klen = i - key_start;
-                size_t k = i + 1;
-                while (k < len && (doc[k] == ' ' || doc[k] == '\n' || doc[k] == '\t' || doc[k] == '\r'))
-                    k++;
-                if (depth == 1 && k < len && doc[k] == ':' && klen == 7 &&
-                    memcmp(doc + key_start, "summary", 7) == 0) {
-                    size_t v = k + 1, e;
-                    int d = 0, s = 0, esc = 0;
-                    for (e = v; e < len; e++) {
-                        char c = doc[e];
-                        if (s) {
-                            if (esc)
-                                esc = 0;
-                            else if (c == '\\')
-                                esc = 1;
-                            else if (c == '"')
-                                s = 0;
-                        } else if (c == '"') {
-                            s = 1;
-                        } else if (c == '{' || c == '[') {
-                            d++;
-                        } else if (c == '}' || c == ']') {
-                            if (d == 0)
-                                break;
-                            d--;
-                        } else if (c == ',' && d == 0) {
-                            break;
-                        }
-                    }
-                    return strndup(doc + v, e - v);
-                }
-            }
-        } else if (ch == '"') {
-            in_string = 1;
-            key_start = i + 1;
-        } else if (ch == '{' || ch == '[') {
-            depth++;
-        } else if (ch == '}' || ch == ']') {
-            depth--;
-        }
-    }
-    return NULL;
-}
-
 /* ---- pool thread -------------------------------------------------------- */
 
 static void result_too_large(partd_problem *p, uint64_t max)
@@ -151,13 +89,13 @@ static void plan_work(uv_work_t *w)
         /* Under the job's deadline and cancel flag, and the size limit. */
         partd_blob *doc = &r->forms[PARTD_CODING_IDENTITY];
         uint64_t max = j->svc->cfg->max_result_bytes;
+        /* Rendered once; the summary is copied as it is written. */
         doc->data = partd_result_render(r->req, plan, &r->cancel,
                                         max > SIZE_MAX ? SIZE_MAX : (size_t)max, &doc->len,
-                                        &r->rc);
+                                        &r->summary, &r->rc);
         if (r->rc == PARTD_ETOOBIG)
             result_too_large(&r->problem, max);
-        if (r->rc == PARTD_OK && (partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK ||
-                                  !(r->summary = extract_summary(doc->data, doc->len))))
+        if (r->rc == PARTD_OK && partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK)
             r->rc = PARTD_EINTERNAL;
     }
     if (r->rc == PARTD_OK && partd_encode_all(r->forms) != PARTD_OK)

@@ -1082,6 +1082,21 @@ static void decode_sac_options(decoder *d, json_t *o)
         so->frontier_points = (uint32_t)x;
 }
 
+/* options.result: only `detail`. */
+static void decode_result_options(decoder *d, json_t *o)
+{
+    static const char *const members[] = {"detail", NULL};
+    json_t *v;
+    int e;
+    if (!o || partd_read_object(&d->r, o, "/options/result", NULL) != 0)
+        return;
+    partd_read_reject_unknown(&d->r, o, "/options/result", members, 0);
+    if ((v = json_object_get(o, "detail")) &&
+        partd_read_enum(&d->r, v, "/options/result/detail", partd_result_detail_table.names,
+                        &e) == 0)
+        d->req->options.result_detail = (partd_result_detail)e;
+}
+
 static void set_default_options(partd_request *req)
 {
     partd_options *o = &req->options;
@@ -1094,12 +1109,13 @@ static void set_default_options(partd_request *req)
     o->sac.world_size = 1;
     o->sac.time_limit_ms = 10000;
     partd_training_defaults(&o->training);
+    o->result_detail = PARTD_RESULT_DETAIL_FULL;
 }
 
 static void decode_options(decoder *d, json_t *o)
 {
     static const char *const members[] = {"mode", "transfer_bytes_per_sec", "pipeline",
-                                          "sac", "training", NULL};
+                                          "sac", "training", "result", NULL};
     partd_request *req = d->req;
     uint32_t default_stages = req->n_devices < req->graph.n_ops ? req->n_devices
                                                                   : req->graph.n_ops;
@@ -1120,6 +1136,7 @@ static void decode_options(decoder *d, json_t *o)
         decode_pipeline_options(d, json_object_get(o, "pipeline"), default_stages);
         decode_sac_options(d, json_object_get(o, "sac"));
         partd_decode_training_options(&d->r, json_object_get(o, "training"), req);
+        decode_result_options(d, json_object_get(o, "result"));
     }
     partd_training_fill_defaults(req);
     if (!req->options.pipeline.stages)

@@ -22,6 +22,8 @@ PARTD_ENUM_DEFINE(partd_schedule, PARTD_SCHEDULE_COUNT, PARTD_SCHEDULE_LIST, "sc
 PARTD_ENUM_DEFINE(partd_checkpoint, PARTD_CHECKPOINT_COUNT, PARTD_CHECKPOINT_LIST, "checkpoint")
 PARTD_ENUM_DEFINE(partd_device_order, PARTD_DEVICE_ORDER_COUNT, PARTD_DEVICE_ORDER_LIST,
                   "device_order")
+PARTD_ENUM_DEFINE(partd_result_detail, PARTD_RESULT_DETAIL_COUNT, PARTD_RESULT_DETAIL_LIST,
+                  "detail")
 PARTD_ENUM_DEFINE(partd_sac_status, PARTD_SAC_STATUS_COUNT, PARTD_SAC_STATUS_LIST, "status")
 
 const char *partd_enum_name(const partd_enum_table *t, int value)

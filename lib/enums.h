@@ -63,6 +63,12 @@
     X(PARTD_DEVICE_ORDER_GIVEN, "given")        \
     X(PARTD_DEVICE_ORDER_AUTO, "auto")
 
+/* options.result.detail: the whole document, or partitions and boundaries
+ * without their node lists */
+#define PARTD_RESULT_DETAIL_LIST(X)             \
+    X(PARTD_RESULT_DETAIL_FULL, "full")         \
+    X(PARTD_RESULT_DETAIL_SUMMARY, "summary")
+
 /* result sac.*.status: the status of one SAC answer (NO_SOLUTION: a
  * frontier point the time limit cut before any plan). INFEASIBLE is the
  * planner's own: it fails the plan and never appears in a result. */
@@ -109,6 +115,7 @@ PARTD_ENUM_DECLARE(partd_balance_by, PARTD_BALANCE_BY_COUNT, PARTD_BALANCE_BY_LI
 PARTD_ENUM_DECLARE(partd_schedule, PARTD_SCHEDULE_COUNT, PARTD_SCHEDULE_LIST)
 PARTD_ENUM_DECLARE(partd_checkpoint, PARTD_CHECKPOINT_COUNT, PARTD_CHECKPOINT_LIST)
 PARTD_ENUM_DECLARE(partd_device_order, PARTD_DEVICE_ORDER_COUNT, PARTD_DEVICE_ORDER_LIST)
+PARTD_ENUM_DECLARE(partd_result_detail, PARTD_RESULT_DETAIL_COUNT, PARTD_RESULT_DETAIL_LIST)
 PARTD_ENUM_DECLARE(partd_sac_status, PARTD_SAC_STATUS_COUNT, PARTD_SAC_STATUS_LIST)
 
 #endif

@@ -322,6 +322,14 @@ static json_t *canonical_options(const partd_request *r)
     /* Only in training mode: every other request keeps its v1 cache_key. */
     if (doc && o->mode == PARTD_MODE_TRAINING)
         json_object_set_new(doc, "training", canonical_training(r));
+    /* Only for the summary detail: a full result keeps its cache_key. */
+    if (doc && o->result_detail != PARTD_RESULT_DETAIL_FULL &&
+        json_object_set_new(doc, "result",
+                            json_pack("{s:s}", "detail",
+                                      partd_result_detail_name(o->result_detail))) != 0) {
+        json_decref(doc);
+        return NULL;
+    }
     return doc;
 }
 

@@ -127,6 +127,7 @@ typedef struct partd_options {
     partd_pipeline_options pipeline;
     partd_sac_options sac;
     partd_training_options training;
+    partd_result_detail result_detail; /* options.result.detail */
 } partd_options;
 
 struct partd_modules; /* modules.h: graph.modules, owned by the SAC unit */

@@ -1,9 +1,11 @@
 /*
  * result.c - the result document; see result.h.
  *
- * Built with jansson (objects in insertion order, JSON_PRESERVE_ORDER) and
- * dumped compactly with 15 significant digits for times, which prints the
- * same text for the same doubles everywhere.
+ * Written member by member through json_out (the same bytes jansson's
+ * compact dump with 15 significant digits printed when the document was a
+ * DOM), so rendering needs memory for one chunk, not ~10x the text. The
+ * writer's errors are sticky: the functions below emit without checking
+ * each step and the caller reads the first failure once.
  */
 #include "result.h"
 
@@ -13,297 +15,311 @@
 
 #include "enums.h"
 #include "partd.h"
-#include "problem.h"
 #include "sac.h"
 #include "training_types.h"
 
-#define DUMP_FLAGS (JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(15))
+#define CHECK_EVERY_BYTES ((uint64_t)1 << 20)
 
+typedef partd_json_out out;
 
-/* Every constructor, append and set below is checked: an allocation that
- * fails anywhere makes the whole document NULL (ENOMEM to the caller), never
- * a document with a member missing. json_*_new steal their value even when
- * they fail, so a failed step leaks nothing. */
-
-/* o[key] = v; -1 when v is NULL or the set fails. */
-static int set(json_t *o, const char *key, json_t *v)
+static void key_int(out *o, const char *k, int64_t v)
 {
-    return v && json_object_set_new(o, key, v) == 0 ? 0 : -1;
+    partd_json_key(o, k);
+    partd_json_int(o, v);
 }
 
-static int append(json_t *a, json_t *v)
+static void key_real(out *o, const char *k, double v)
 {
-    return v && json_array_append_new(a, v) == 0 ? 0 : -1;
+    partd_json_key(o, k);
+    partd_json_real(o, v);
 }
 
-/* The finished object, or NULL (and o released) when a step failed. */
-static json_t *done(json_t *o, int rc)
+static void key_string(out *o, const char *k, const char *v)
 {
-    if (rc == 0)
-        return o;
-    json_decref(o);
-    return NULL;
+    partd_json_key(o, k);
+    partd_json_string(o, v);
 }
 
-static json_t *node_names(const partd_request *r, const uint32_t *nodes, uint32_t n)
+static void node_names(out *o, const char *k, const partd_request *r, const uint32_t *nodes,
+                       uint32_t n)
 {
-    json_t *a = json_array();
-    int rc = a ? 0 : -1;
-    for (uint32_t i = 0; rc == 0 && i < n; i++)
-        rc = append(a, json_string(partd_node_name(r, nodes[i])));
-    return done(a, rc);
+    partd_json_key(o, k);
+    partd_json_begin_array(o);
+    for (uint32_t i = 0; i < n && o->rc == PARTD_OK; i++)
+        partd_json_string(o, partd_node_name(r, nodes[i]));
+    partd_json_end_array(o);
 }
 
-static json_t *ids(const uint32_t *v, uint32_t n)
+static void ids(out *o, const char *k, const uint32_t *v, uint32_t n)
 {
-    json_t *a = json_array();
-    int rc = a ? 0 : -1;
-    for (uint32_t i = 0; rc == 0 && i < n; i++)
-        rc = append(a, json_integer(v[i]));
-    return done(a, rc);
-}
-
-static json_t *partition_json(const partd_request *r, const partd_part *p, uint32_t id)
-{
-    json_t *o = json_object(), *logical = json_array();
-    int rc = o && logical ? 0 : -1;
-    for (uint32_t i = 0; rc == 0 && i < p->n_devices; i++)
-        rc = append(logical, json_integer(r->devices[p->devices[i]].logical_id));
-    if (!o) {
-        json_decref(logical);
-        return NULL;
-    }
-    rc |= set(o, "id", json_integer(id));
-    rc |= set(o, "device",
-              json_string(p->n_devices ? partd_device_name(r, p->devices[0]) : ""));
-    rc |= set(o, "logical_ids", rc == 0 ? logical : (json_decref(logical), NULL));
-    rc |= set(o, "nodes", node_names(r, p->nodes, p->n_nodes));
-    rc |= set(o, "memory_bytes", json_integer(p->memory_bytes));
-    rc |= set(o, "device_memory_bytes",
-              json_integer(p->n_devices ? r->devices[p->devices[0]].memory_bytes : 0));
-    rc |= set(o, "param_bytes", json_integer(p->param_bytes));
-    rc |= set(o, "compute_ms", json_real(p->compute_ms));
-    rc |= set(o, "transfer_in_bytes", json_integer(p->transfer_in_bytes));
-    rc |= set(o, "time_ms", json_real(p->time_ms));
-    rc |= set(o, "inputs", node_names(r, p->inputs, p->n_inputs));
-    rc |= set(o, "outputs", node_names(r, p->outputs, p->n_outputs));
-    rc |= set(o, "parents", ids(p->parents, p->n_parents));
-    rc |= set(o, "children", ids(p->children, p->n_children));
-    return done(o, rc);
+    partd_json_key(o, k);
+    partd_json_begin_array(o);
+    for (uint32_t i = 0; i < n; i++)
+        partd_json_int(o, v[i]);
+    partd_json_end_array(o);
 }
 
 /* The training members of partition p (training_types.h). */
-static int add_training_stage(const partd_training_result *t, uint32_t p, json_t *part)
+static void training_stage(out *o, const partd_training_result *t, uint32_t p)
 {
     const partd_training_stage *st = &t->stages[p];
-    json_t *units = json_array(), *ck = json_array();
-    int rc = units && ck ? 0 : -1;
-    for (uint32_t u = 0; rc == 0 && u < st->n_units; u++)
-        rc = append(units, json_string(t->unit_names[st->first_unit + u]));
-    for (uint32_t i = 0; rc == 0 && i < st->n_checkpointed; i++)
-        rc = append(ck, json_string(t->unit_names[st->checkpointed[i]]));
-    if (rc) {
-        json_decref(units);
-        json_decref(ck);
-        return -1;
+    partd_json_key(o, "units");
+    partd_json_begin_array(o);
+    for (uint32_t u = 0; u < st->n_units; u++)
+        partd_json_string(o, t->unit_names[st->first_unit + u]);
+    partd_json_end_array(o);
+    partd_json_key(o, "checkpointed");
+    partd_json_begin_array(o);
+    for (uint32_t i = 0; i < st->n_checkpointed; i++)
+        partd_json_string(o, t->unit_names[st->checkpointed[i]]);
+    partd_json_end_array(o);
+    key_int(o, "in_flight", st->in_flight);
+    key_real(o, "forward_ms", st->forward_ms);
+    key_real(o, "backward_ms", st->backward_ms);
+    key_real(o, "recompute_ms", st->recompute_ms);
+    key_real(o, "comm_ms", st->comm_ms);
+    key_int(o, "param_memory_bytes", st->param_memory_bytes);
+    key_int(o, "input_memory_bytes", st->input_memory_bytes);
+    key_int(o, "activation_memory_bytes", st->activation_memory_bytes);
+}
+
+static void partition(out *o, const partd_request *r, const partd_plan *plan, uint32_t id,
+                      int full)
+{
+    const partd_part *p = &plan->parts[id];
+    partd_json_begin_object(o);
+    key_int(o, "id", id);
+    key_string(o, "device", p->n_devices ? partd_device_name(r, p->devices[0]) : "");
+    partd_json_key(o, "logical_ids");
+    partd_json_begin_array(o);
+    for (uint32_t i = 0; i < p->n_devices; i++)
+        partd_json_int(o, r->devices[p->devices[i]].logical_id);
+    partd_json_end_array(o);
+    if (full)
+        node_names(o, "nodes", r, p->nodes, p->n_nodes);
+    key_int(o, "memory_bytes", p->memory_bytes);
+    key_int(o, "device_memory_bytes",
+            p->n_devices ? r->devices[p->devices[0]].memory_bytes : 0);
+    key_int(o, "param_bytes", p->param_bytes);
+    key_real(o, "compute_ms", p->compute_ms);
+    key_int(o, "transfer_in_bytes", p->transfer_in_bytes);
+    key_real(o, "time_ms", p->time_ms);
+    if (full) {
+        node_names(o, "inputs", r, p->inputs, p->n_inputs);
+        node_names(o, "outputs", r, p->outputs, p->n_outputs);
     }
-    rc = set(part, "units", units);
-    rc |= set(part, "checkpointed", ck);
-    rc |= set(part, "in_flight", json_integer(st->in_flight));
-    rc |= set(part, "forward_ms", json_real(st->forward_ms));
-    rc |= set(part, "backward_ms", json_real(st->backward_ms));
-    rc |= set(part, "recompute_ms", json_real(st->recompute_ms));
-    rc |= set(part, "comm_ms", json_real(st->comm_ms));
-    rc |= set(part, "param_memory_bytes", json_integer(st->param_memory_bytes));
-    rc |= set(part, "input_memory_bytes", json_integer(st->input_memory_bytes));
-    rc |= set(part, "activation_memory_bytes", json_integer(st->activation_memory_bytes));
-    return rc;
+    ids(o, "parents", p->parents, p->n_parents);
+    ids(o, "children", p->children, p->n_children);
+    if (plan->training)
+        training_stage(o, plan->training, id);
+    partd_json_end_object(o);
 }
 
-/* The training step's members of the summary. */
-static int add_training_summary(const partd_training_result *t, json_t *o)
+static void boundaries(out *o, const partd_request *r, const partd_plan *plan, int full)
 {
-    int rc = set(o, "step_ms", json_real(t->step_ms));
-    rc |= set(o, "bottleneck_ms", json_real(t->bottleneck_ms));
-    rc |= set(o, "bubble_fraction", json_real(t->bubble_fraction));
-    rc |= set(o, "stages", json_integer(t->n_stages));
-    rc |= set(o, "microbatches", json_integer(t->microbatches));
-    rc |= set(o, "schedule", json_string(partd_schedule_name(t->schedule)));
-    rc |= set(o, "checkpoint", json_string(partd_checkpoint_name(t->checkpoint)));
-    rc |= set(o, "unit_depth", json_integer(t->unit_depth));
-    return rc;
+    partd_json_key(o, "boundaries");
+    partd_json_begin_array(o);
+    for (uint32_t i = 0; i < plan->n_boundaries && o->rc == PARTD_OK; i++) {
+        const partd_boundary *b = &plan->boundaries[i];
+        partd_json_begin_object(o);
+        key_string(o, "after", partd_node_name(r, b->after));
+        if (full)
+            node_names(o, "tensors", r, b->tensors, b->n_tensors);
+        key_int(o, "bytes", b->bytes);
+        partd_json_end_object(o);
+    }
+    partd_json_end_array(o);
 }
 
-static json_t *boundary_json(const partd_request *r, const partd_boundary *b)
+static void tied_params(out *o, const partd_request *r, const partd_plan *plan)
 {
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int rc = set(o, "after", json_string(partd_node_name(r, b->after)));
-    rc |= set(o, "tensors", node_names(r, b->tensors, b->n_tensors));
-    rc |= set(o, "bytes", json_integer(b->bytes));
-    return done(o, rc);
-}
-
-static json_t *boundaries_json(const partd_request *r, const partd_plan *plan)
-{
-    json_t *a = json_array();
-    int rc = a ? 0 : -1;
-    for (uint32_t i = 0; rc == 0 && i < plan->n_boundaries; i++)
-        rc = append(a, boundary_json(r, &plan->boundaries[i]));
-    return done(a, rc);
-}
-
-static json_t *tied_json(const partd_request *r, const partd_plan *plan)
-{
-    json_t *a = json_array();
-    int rc = a ? 0 : -1;
-    for (uint32_t i = 0; rc == 0 && i < plan->n_tied; i++) {
+    partd_json_key(o, "tied_params");
+    partd_json_begin_array(o);
+    for (uint32_t i = 0; i < plan->n_tied && o->rc == PARTD_OK; i++) {
         const partd_tied *t = &plan->tied[i];
-        json_t *o = json_object();
-        if (!o) {
-            rc = -1;
-            break;
-        }
-        int orc = set(o, "param",
-                      json_string(partd_str(&r->strings, r->graph.param_name[t->param])));
-        orc |= set(o, "partitions", ids(t->parts, t->n_parts));
-        rc = append(a, done(o, orc));
+        partd_json_begin_object(o);
+        key_string(o, "param", partd_str(&r->strings, r->graph.param_name[t->param]));
+        ids(o, "partitions", t->parts, t->n_parts);
+        partd_json_end_object(o);
     }
-    return done(a, rc);
+    partd_json_end_array(o);
 }
 
-static json_t *summary_json(const partd_plan *plan)
+static void summary(out *o, const partd_plan *plan)
 {
     const partd_summary *s = &plan->summary;
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int rc = set(o, "partitions", json_integer(plan->n_parts));
+    const partd_training_result *t = plan->training;
+    partd_json_begin_object(o);
+    key_int(o, "partitions", plan->n_parts);
     /* training: bottleneck_ms is the step's, per microbatch, below */
-    if (!plan->training)
-        rc |= set(o, "bottleneck_ms", json_real(s->bottleneck_ms));
-    rc |= set(o, "total_ms", json_real(s->total_ms));
-    rc |= set(o, "transfer_bytes", json_integer(s->transfer_bytes));
-    rc |= set(o, "peak_memory_bytes", json_integer(s->peak_memory_bytes));
-    rc |= set(o, "optimal", json_boolean(s->optimal));
-    if (rc == 0 && plan->training)
-        rc = add_training_summary(plan->training, o);
-    return done(o, rc);
+    if (!t)
+        key_real(o, "bottleneck_ms", s->bottleneck_ms);
+    key_real(o, "total_ms", s->total_ms);
+    key_int(o, "transfer_bytes", s->transfer_bytes);
+    key_int(o, "peak_memory_bytes", s->peak_memory_bytes);
+    partd_json_key(o, "optimal");
+    partd_json_bool(o, s->optimal);
+    if (t) {
+        key_real(o, "step_ms", t->step_ms);
+        key_real(o, "bottleneck_ms", t->bottleneck_ms);
+        key_real(o, "bubble_fraction", t->bubble_fraction);
+        key_int(o, "stages", t->n_stages);
+        key_int(o, "microbatches", t->microbatches);
+        key_string(o, "schedule", partd_schedule_name(t->schedule));
+        key_string(o, "checkpoint", partd_checkpoint_name(t->checkpoint));
+        key_int(o, "unit_depth", t->unit_depth);
+    }
+    partd_json_end_object(o);
 }
 
-static json_t *result_json(const partd_request *r, const partd_plan *plan)
+/* The SAC section is small (one entry per module): built as a DOM by
+ * sac_result.c and dumped compactly in place. */
+static void sac(out *o, const partd_request *r, const partd_plan *plan)
 {
-    json_t *doc = json_object();
-    json_t *parts = json_array();
-    int rc = doc && parts ? 0 : -1;
-    for (uint32_t i = 0; rc == 0 && i < plan->n_parts; i++) {
-        json_t *p = partition_json(r, &plan->parts[i], i);
-        if (p && plan->training && add_training_stage(plan->training, i, p) != 0) {
-            json_decref(p);
-            p = NULL;
-        }
-        rc = append(parts, p);
-    }
+    json_t *doc = partd_sac_result_to_json(r, plan->sac);
     if (!doc) {
-        json_decref(parts);
+        partd_json_out_fail(o, PARTD_ENOMEM);
+        return;
+    }
+    partd_json_key(o, "sac");
+    partd_json_dom(o, doc);
+    json_decref(doc);
+}
+
+static void document(out *o, const partd_request *r, const partd_plan *plan,
+                     const partd_cancel *cancel, char **summary_copy)
+{
+    int full = r->options.result_detail != PARTD_RESULT_DETAIL_SUMMARY;
+    partd_json_begin_object(o);
+    key_string(o, "mode", partd_mode_name(plan->mode));
+    partd_json_key(o, "partitions");
+    partd_json_begin_array(o);
+    for (uint32_t i = 0; i < plan->n_parts && o->rc == PARTD_OK; i++) {
+        int rc = partd_cancel_check(cancel);
+        if (rc != PARTD_OK)
+            partd_json_out_fail(o, rc);
+        partition(o, r, plan, i, full);
+    }
+    partd_json_end_array(o);
+    if (plan->balance)
+        ids(o, "balance", plan->balance, plan->n_parts);
+    if (plan->mode == PARTD_MODE_PIPELINE || plan->mode == PARTD_MODE_TRAINING)
+        boundaries(o, r, plan, full);
+    tied_params(o, r, plan);
+    partd_json_key(o, "summary");
+    if (summary_copy)
+        partd_json_capture_start(o);
+    summary(o, plan);
+    if (summary_copy)
+        *summary_copy = partd_json_capture_end(o, NULL);
+    if (plan->sac && o->rc == PARTD_OK)
+        sac(o, r, plan);
+    partd_json_end_object(o);
+    partd_json_raw(o, "\n", 1);
+}
+
+/* ---- bounds ------------------------------------------------------------- */
+
+typedef struct bounded {
+    partd_json_sink sink;
+    void *ctx;
+    const partd_cancel *cancel;
+    uint64_t max;              /* 0 = no limit */
+    uint64_t written, next_check;
+} bounded;
+
+/* Between the writer and the caller's sink: refuses the chunk that would
+ * pass the limit, and checks the job's cancel flag and deadline each time
+ * another megabyte has gone out. */
+static int bounded_write(const char *data, size_t n, void *ctx)
+{
+    bounded *b = ctx;
+    if (b->max && b->written + n > b->max)
+        return PARTD_ETOOBIG;
+    if (b->written >= b->next_check) {
+        b->next_check = b->written + CHECK_EVERY_BYTES;
+        int rc = partd_cancel_check(b->cancel);
+        if (rc != PARTD_OK)
+            return rc;
+    }
+    b->written += n;
+    return b->sink(data, n, b->ctx);
+}
+
+int partd_result_write(const partd_request *req, const partd_plan *plan,
+                       const partd_cancel *cancel, size_t max_bytes,
+                       partd_json_sink sink, void *ctx, char **summary_copy)
+{
+    if (summary_copy)
+        *summary_copy = NULL;
+    bounded b = {sink, ctx, cancel, max_bytes, 0, CHECK_EVERY_BYTES};
+    partd_json_out *o = malloc(sizeof *o);
+    if (!o)
+        return PARTD_ENOMEM;
+    partd_json_out_init(o, bounded_write, &b);
+    int rc = partd_cancel_check(cancel);
+    if (rc != PARTD_OK)
+        partd_json_out_fail(o, rc);
+    document(o, req, plan, cancel, summary_copy);
+    rc = partd_json_out_flush(o);
+    if (rc == PARTD_OK)
+        rc = partd_cancel_check(cancel);
+    partd_json_out_release(o);
+    free(o);
+    if (rc != PARTD_OK && summary_copy) {
+        free(*summary_copy);
+        *summary_copy = NULL;
+    }
+    return rc;
+}
+
+/* ---- in memory ---------------------------------------------------------- */
+
+typedef struct growing {
+    char *buf;
+    size_t len, cap, max;      /* max: 0 = no limit */
+} growing;
+
+/* Doubles, but never past the limit (+1 for the NUL): the bounds refuse
+ * a chunk that would pass it before it gets here. */
+static int growing_write(const char *data, size_t n, void *ctx)
+{
+    growing *g = ctx;
+    if (g->len + n + 1 > g->cap) {
+        size_t cap = g->cap ? g->cap : 65536;
+        while (cap < g->len + n + 1)
+            cap *= 2;
+        if (g->max && cap > g->max + 1)
+            cap = g->max + 1;
+        char *p = realloc(g->buf, cap);
+        if (!p)
+            return PARTD_ENOMEM;
+        g->buf = p;
+        g->cap = cap;
+    }
+    memcpy(g->buf + g->len, data, n);
+    g->len += n;
+    return PARTD_OK;
+}
+
+char *partd_result_render(const partd_request *req, const partd_plan *plan,
+                          const partd_cancel *cancel, size_t max_bytes, size_t *len,
+                          char **summary_copy, int *rc)
+{
+    growing g = {NULL, 0, 0, max_bytes};
+    *rc = partd_result_write(req, plan, cancel, max_bytes, growing_write, &g, summary_copy);
+    if (*rc != PARTD_OK) {
+        free(g.buf);
         return NULL;
     }
-    rc |= set(doc, "mode", json_string(partd_mode_name(plan->mode)));
-    rc |= set(doc, "partitions", rc == 0 ? parts : (json_decref(parts), NULL));
-    if (rc == 0 && plan->balance)
-        rc = set(doc, "balance", ids(plan->balance, plan->n_parts));
-    if (rc == 0 && (plan->mode == PARTD_MODE_PIPELINE || plan->mode == PARTD_MODE_TRAINING))
-        rc = set(doc, "boundaries", boundaries_json(r, plan));
-    if (rc == 0)
-        rc = set(doc, "tied_params", tied_json(r, plan));
-    if (rc == 0)
-        rc = set(doc, "summary", summary_json(plan));
-    if (rc == 0 && plan->sac)
-        rc = set(doc, "sac", partd_sac_result_to_json(r, plan->sac));
-    return done(doc, rc);
+    g.buf[g.len] = '\0'; /* the document has at least "{}\n" */
+    if (len)
+        *len = g.len;
+    return g.buf;
 }
 
 char *partd_result_to_json(const partd_request *req, const partd_plan *plan, size_t *len)
 {
-    json_t *doc = result_json(req, plan);
-    if (!doc)
-        return NULL;
-    return partd_json_dump_line(doc, DUMP_FLAGS, len);
-}
-
-/* ---- bounded rendering ---------------------------------------------------- */
-
-#define CHECK_EVERY_BYTES ((size_t)1 << 20)
-
-typedef struct sink {
-    char *buf;
-    size_t len, cap, max;      /* max: 0 = no limit */
-    size_t next_check;
-    const partd_cancel *cancel;
     int rc;
-} sink;
-
-/* json_dump_callback's writer: appends, refusing past max and stopping
- * (returning -1 ends the dump) once the job is cancelled or late. */
-static int sink_write(const char *data, size_t n, void *ctx)
-{
-    sink *k = ctx;
-    if (k->max && k->len + n + 1 > k->max) {
-        k->rc = PARTD_ETOOBIG;
-        return -1;
-    }
-    if (k->len >= k->next_check) {
-        k->next_check = k->len + CHECK_EVERY_BYTES;
-        if ((k->rc = partd_cancel_check(k->cancel)) != PARTD_OK)
-            return -1;
-    }
-    if (k->len + n + 2 > k->cap) {
-        size_t cap = k->cap ? k->cap : 65536;
-        while (cap < k->len + n + 2)
-            cap *= 2;
-        if (k->max && cap > k->max + 1)
-            cap = k->max + 1;
-        char *p = realloc(k->buf, cap);
-        if (!p) {
-            k->rc = PARTD_ENOMEM;
-            return -1;
-        }
-        k->buf = p;
-        k->cap = cap;
-    }
-    memcpy(k->buf + k->len, data, n);
-    k->len += n;
-    return 0;
-}
-
-char *partd_result_render(const partd_request *req, const partd_plan *plan,
-                          const partd_cancel *cancel, size_t max_bytes, size_t *len, int *rc)
-{
-    if ((*rc = partd_cancel_check(cancel)) != PARTD_OK)
-        return NULL;
-    json_t *doc = result_json(req, plan);
-    if (!doc) {
-        *rc = PARTD_ENOMEM;
-        return NULL;
-    }
-    sink k = {NULL, 0, 0, max_bytes, 0, cancel, PARTD_OK};
-    if ((*rc = partd_cancel_check(cancel)) == PARTD_OK &&
-        json_dump_callback(doc, sink_write, &k, DUMP_FLAGS) != 0)
-        *rc = k.rc != PARTD_OK ? k.rc : PARTD_ENOMEM;
-    json_decref(doc);
-    /* The newline partd_result_to_json ends with (room was kept for it). */
-    if (*rc == PARTD_OK && k.max && k.len + 1 > k.max)
-        *rc = PARTD_ETOOBIG;
-    if (*rc == PARTD_OK && !k.buf && sink_write("", 0, &k) != 0)
-        *rc = k.rc;
-    if (*rc != PARTD_OK) {
-        free(k.buf);
-        return NULL;
-    }
-    k.buf[k.len++] = '\n';
-    k.buf[k.len] = '\0';
-    if (len)
-        *len = k.len;
-    return k.buf;
+    return partd_result_render(req, plan, NULL, 0, len, NULL, &rc);
 }

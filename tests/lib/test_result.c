@@ -146,29 +146,29 @@ static void test_bounded_render(void **state)
     char *text = partd_result_to_json(req, plan, &len);
     assert_non_null(text);
     int rc = -1;
-    char *bounded = partd_result_render(req, plan, NULL, 0, &blen, &rc);
+    char *bounded = partd_result_render(req, plan, NULL, 0, &blen, NULL, &rc);
     assert_int_equal(rc, PARTD_OK);
     assert_int_equal(blen, len);
     assert_string_equal(bounded, text);
     free(bounded);
     /* Exactly at the limit fits (the limit counts the final newline). */
-    bounded = partd_result_render(req, plan, NULL, len, &blen, &rc);
+    bounded = partd_result_render(req, plan, NULL, len, &blen, NULL, &rc);
     assert_int_equal(rc, PARTD_OK);
     assert_string_equal(bounded, text);
     free(bounded);
-    assert_null(partd_result_render(req, plan, NULL, len - 1, &blen, &rc));
+    assert_null(partd_result_render(req, plan, NULL, len - 1, &blen, NULL, &rc));
     assert_int_equal(rc, PARTD_ETOOBIG);
-    assert_null(partd_result_render(req, plan, NULL, 10, &blen, &rc));
+    assert_null(partd_result_render(req, plan, NULL, 10, &blen, NULL, &rc));
     assert_int_equal(rc, PARTD_ETOOBIG);
 
     partd_cancel cancel;
     partd_cancel_init(&cancel, 0);
     atomic_store(&cancel.cancelled, 1);
-    assert_null(partd_result_render(req, plan, &cancel, 0, &blen, &rc));
+    assert_null(partd_result_render(req, plan, &cancel, 0, &blen, NULL, &rc));
     assert_int_equal(rc, PARTD_ECANCELLED);
     partd_cancel_init(&cancel, 0);
     cancel.deadline_ns = partd_monotonic_ns() - 1; /* already past */
-    assert_null(partd_result_render(req, plan, &cancel, 0, &blen, &rc));
+    assert_null(partd_result_render(req, plan, &cancel, 0, &blen, NULL, &rc));
     assert_int_equal(rc, PARTD_ETIMEOUT);
     free(text);
     partd_plan_free(plan);
