@@ -189,6 +189,34 @@ static void test_unknown_member_in_options(void **state)
                  "/options/pipeline/stagez", "unknown member");
 }
 
+static void test_result_detail(void **state)
+{
+    (void)state;
+    partd_request *r = tu_decode_ok("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV "}");
+    assert_int_equal(r->options.result_detail, PARTD_RESULT_DETAIL_FULL);
+    partd_request_free(r);
+    r = tu_decode_ok("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV
+                     ",\"options\":{\"result\":{\"detail\":\"summary\"}}}");
+    assert_int_equal(r->options.result_detail, PARTD_RESULT_DETAIL_SUMMARY);
+    partd_request_free(r);
+    r = tu_decode_ok("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV
+                     ",\"options\":{\"result\":{}}}");
+    assert_int_equal(r->options.result_detail, PARTD_RESULT_DETAIL_FULL);
+    partd_request_free(r);
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV ",\"options\":{\"result\":"
+                 "{\"detail\":\"summary\",\"nodes\":false}}}",
+                 "/options/result/nodes", "unknown member");
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV ",\"options\":{\"result\":"
+                 "\"summary\"}}",
+                 "/options/result", "object");
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV ",\"options\":{\"result\":"
+                 "{\"detail\":\"brief\"}}}",
+                 "/options/result/detail", "must be one of");
+    expect_error("{\"graph\":{\"nodes\":[" OPNODE "]}," DEV ",\"options\":{\"result\":"
+                 "{\"detail\":1}}}",
+                 "/options/result/detail", "must be");
+}
+
 static void test_meta_is_free_form_but_an_object(void **state)
 {
     (void)state;
@@ -656,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_unknown_member_in_node),
         cmocka_unit_test(test_unknown_member_pointer_is_escaped),
         cmocka_unit_test(test_unknown_member_in_options),
+        cmocka_unit_test(test_result_detail),
         cmocka_unit_test(test_meta_is_free_form_but_an_object),
         cmocka_unit_test(test_name_required_and_non_empty),
         cmocka_unit_test(test_name_longer_than_1024_bytes),

@@ -17,7 +17,7 @@
 static const partd_enum_table *const tables[] = {
     &partd_op_table, &partd_mode_table, &partd_balance_by_table,
     &partd_schedule_table, &partd_checkpoint_table, &partd_device_order_table,
-    &partd_sac_status_table,
+    &partd_sac_status_table, &partd_result_detail_table,
 };
 #define N_TABLES (sizeof tables / sizeof *tables)
 
@@ -114,6 +114,14 @@ static void expected_cache_key(const partd_request *r, char out[72])
         "param_factor", 1.0, "sac",
         "planner_version", PARTD_PLANNER_VERSION);
     assert_non_null(doc);
+    /* options.result only for a detail other than the default "full", so
+     * that every other request keeps its key */
+    if (o->result_detail != PARTD_RESULT_DETAIL_FULL)
+        assert_int_equal(json_object_set_new(json_object_get(doc, "options"), "result",
+                                             json_pack("{s:s}", "detail",
+                                                       partd_result_detail_name(
+                                                           o->result_detail))),
+                         0);
     char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENSURE_ASCII |
                                      JSON_REAL_PRECISION(17));
     json_decref(doc);
@@ -169,6 +177,33 @@ static void test_decode_hash_and_result_share_the_names(void **state)
         check_names(PARTD_MODE_PIPELINE, PARTD_BALANCE_TIME, s);
 }
 
+/* options.result.detail: every name decodes to its value, the cache key
+ * covers it by the same name, and the result leaves the node lists out. */
+static void test_result_detail_names(void **state)
+{
+    (void)state;
+    for (int d = 0; d < PARTD_RESULT_DETAIL_COUNT; d++) {
+        char *json = request_with("pipeline", "time", "inference");
+        char with[2300];
+        snprintf(with, sizeof with, "%.*s,\"result\":{\"detail\":\"%s\"}}}",
+                 (int)strlen(json) - 2, json, partd_result_detail_table.names[d]);
+        partd_request *r = tu_decode_ok(with);
+        assert_int_equal(r->options.result_detail, d);
+        char key[72];
+        expected_cache_key(r, key);
+        assert_string_equal(r->cache_key, key);
+        partd_request_free(r);
+        int rc;
+        partd_problem pb;
+        char *text = tu_plan_json(with, &rc, &pb);
+        assert_int_equal(rc, PARTD_OK);
+        assert_int_equal(strstr(text, "\"nodes\":") != NULL, d == PARTD_RESULT_DETAIL_FULL);
+        free(text);
+        partd_problem_free(&pb);
+        free(json);
+    }
+}
+
 static void test_decode_names_every_op(void **state)
 {
     (void)state;
@@ -207,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_out_of_range_and_unknown_names),
         cmocka_unit_test(test_typed_accessors),
         cmocka_unit_test(test_decode_hash_and_result_share_the_names),
+        cmocka_unit_test(test_result_detail_names),
         cmocka_unit_test(test_decode_names_every_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

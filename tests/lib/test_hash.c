@@ -124,6 +124,26 @@ static void test_options_change_changes_only_cache_key(void **state)
     assert_string_not_equal(k1, k2);
 }
 
+/* options.result.detail: "full" (the default) keeps the cache_key requests
+ * had before the option existed; "summary" is another result, another key. */
+static void test_result_detail_in_cache_key(void **state)
+{
+    (void)state;
+    char g1[72], k1[72], g2[72], k2[72], g3[72], k3[72];
+    hashes_of(base, g1, k1);
+    char other[1024];
+    strcpy(other, base);
+    strcpy(other + strlen(other) - 1, ",\"options\":{\"result\":{\"detail\":\"full\"}}}");
+    hashes_of(other, g2, k2);
+    assert_string_equal(g1, g2);
+    assert_string_equal(k1, k2);
+    strcpy(other, base);
+    strcpy(other + strlen(other) - 1, ",\"options\":{\"result\":{\"detail\":\"summary\"}}}");
+    hashes_of(other, g3, k3);
+    assert_string_equal(g1, g3);
+    assert_string_not_equal(k1, k3);
+}
+
 static void test_node_order_is_part_of_the_graph(void **state)
 {
     (void)state;
@@ -179,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_graph_change_changes_both),
         cmocka_unit_test(test_device_change_changes_only_cache_key),
         cmocka_unit_test(test_options_change_changes_only_cache_key),
+        cmocka_unit_test(test_result_detail_in_cache_key),
         cmocka_unit_test(test_node_order_is_part_of_the_graph),
         cmocka_unit_test(test_numbers_hash_by_value),
     };

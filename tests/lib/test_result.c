@@ -1,6 +1,7 @@
 /* test_result.c - rendering a plan as the contract's result document. */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +176,211 @@ static void test_bounded_render(void **state)
     partd_request_free(req);
 }
 
+
+/* The summary detail: the same document without the node lists. */
+static void test_summary_detail_text(void **state)
+{
+    (void)state;
+    partd_request *req = tu_decode_ok(request);
+    req->options.result_detail = PARTD_RESULT_DETAIL_SUMMARY;
+    partd_plan *plan = two_stages(req, PARTD_MODE_PIPELINE);
+    int rc = -1;
+    size_t len = 0;
+    char *summary = NULL;
+    char *text = partd_result_render(req, plan, NULL, 0, &len, &summary, &rc);
+    assert_int_equal(rc, PARTD_OK);
+    assert_string_equal(
+        text,
+        "{\"mode\":\"pipeline\",\"partitions\":["
+        "{\"id\":0,\"device\":\"g0\",\"logical_ids\":[7],"
+        "\"memory_bytes\":100,\"device_memory_bytes\":1000,\"param_bytes\":16,\"compute_ms\":0.5,\"transfer_in_bytes\":8,"
+        "\"time_ms\":0.5000008,\"parents\":[],\"children\":[1]},"
+        "{\"id\":1,\"device\":\"g1\",\"logical_ids\":[3],"
+        "\"memory_bytes\":101,\"device_memory_bytes\":1000,\"param_bytes\":16,\"compute_ms\":0.25,\"transfer_in_bytes\":4,"
+        "\"time_ms\":0.2500004,\"parents\":[0],\"children\":[]}],"
+        "\"balance\":[1,1],"
+        "\"boundaries\":[{\"after\":\"a\",\"bytes\":4}],"
+        "\"tied_params\":[{\"param\":\"w\",\"partitions\":[0,1]}],"
+        "\"summary\":{\"partitions\":2,\"bottleneck_ms\":0.5000008,\"total_ms\":0.7500012,"
+        "\"transfer_bytes\":12,\"peak_memory_bytes\":101,\"optimal\":true}}\n");
+    assert_int_equal(len, strlen(text));
+    /* The summary is the member's text as written. */
+    assert_string_equal(summary, "{\"partitions\":2,\"bottleneck_ms\":0.5000008,"
+                                 "\"total_ms\":0.7500012,\"transfer_bytes\":12,"
+                                 "\"peak_memory_bytes\":101,\"optimal\":true}");
+    free(summary);
+    free(text);
+    partd_plan_free(plan);
+    partd_request_free(req);
+}
+
+/* A chain x -> n1 -> ... -> n(N-1) where n_i also reads n_(i - N/2), split
+ * uniformly into `stages` stages: boundaries in the middle list ~N/2 names,
+ * so the document is large for a small request. */
+static char *chain_request(unsigned n, unsigned stages, const char *detail)
+{
+    size_t cap = (size_t)n * 128 + (size_t)stages * 64 + 256, len = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    len += (size_t)snprintf(t + len, cap - len, "{\"graph\":{\"name\":\"c\",\"nodes\":["
+                            "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":8}");
+    for (unsigned i = 1; i < n; i++) {
+        char prev[16] = "x", skip[24] = "";
+        if (i > 1)
+            snprintf(prev, sizeof prev, "n%u", i - 1);
+        if (i > n / 2)
+            snprintf(skip, sizeof skip, ",\"n%u\"", i - n / 2);
+        len += (size_t)snprintf(t + len, cap - len,
+                                ",{\"name\":\"n%u\",\"op\":\"call_function\",\"inputs\":"
+                                "[\"%s\"%s],\"output_bytes\":8,\"latency_ms\":0.%u}",
+                                i, prev, skip, 1 + i % 9);
+    }
+    len += (size_t)snprintf(t + len, cap - len,
+                            ",{\"name\":\"output\",\"op\":\"output\",\"inputs\":[\"n%u\"]}]},"
+                            "\"devices\":[", n - 1);
+    for (unsigned d = 0; d < stages; d++)
+        len += (size_t)snprintf(t + len, cap - len, "%s{\"name\":\"d%u\",\"memory_bytes\":%u}",
+                                d ? "," : "", d, 1u << 30);
+    snprintf(t + len, cap - len,
+             "],\"options\":{\"pipeline\":{\"balance_by\":\"uniform\"},"
+             "\"result\":{\"detail\":\"%s\"}}}",
+             detail);
+    return t;
+}
+
+typedef struct big {
+    partd_request *req;
+    partd_plan *plan;
+} big;
+
+static big plan_chain(unsigned n, unsigned stages, const char *detail)
+{
+    char *text = chain_request(n, stages, detail);
+    big b = {tu_decode_ok(text), NULL};
+    free(text);
+    partd_problem pb;
+    partd_problem_init(&pb);
+    assert_int_equal(partd_plan_run(b.req, NULL, &b.plan, &pb), PARTD_OK);
+    partd_problem_free(&pb);
+    return b;
+}
+
+static void big_free(big *b)
+{
+    partd_plan_free(b->plan);
+    partd_request_free(b->req);
+}
+
+/* The streamed text is what jansson prints for the same document (parsed
+ * and dumped again with the flags the DOM renderer used), in both details;
+ * the summary detail has no node lists and the same summary. */
+static void test_same_bytes_as_a_dom(void **state)
+{
+    (void)state;
+    const char *details[] = {"full", "summary"};
+    char *summaries[2];
+    for (int k = 0; k < 2; k++) {
+        big b = plan_chain(600, 12, details[k]);
+        size_t len;
+        int rc;
+        char *text = partd_result_render(b.req, b.plan, NULL, 0, &len, &summaries[k], &rc);
+        assert_int_equal(rc, PARTD_OK);
+        json_error_t err;
+        json_t *doc = json_loads(text, 0, &err);
+        assert_non_null(doc);
+        char *again = json_dumps(doc, JSON_PRESERVE_ORDER | JSON_COMPACT |
+                                          JSON_REAL_PRECISION(15));
+        assert_non_null(again);
+        assert_int_equal(strlen(again) + 1, len);
+        assert_memory_equal(again, text, len - 1);
+        assert_int_equal(text[len - 1], '\n');
+        char *s = json_dumps(json_object_get(doc, "summary"),
+                             JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(15));
+        assert_string_equal(s, summaries[k]);
+        json_t *p0 = json_array_get(json_object_get(doc, "partitions"), 0);
+        json_t *b0 = json_array_get(json_object_get(doc, "boundaries"), 5);
+        assert_non_null(p0);
+        assert_non_null(b0);
+        int full = k == 0;
+        assert_int_equal(json_object_get(p0, "nodes") != NULL, full);
+        assert_int_equal(json_object_get(p0, "inputs") != NULL, full);
+        assert_int_equal(json_object_get(p0, "outputs") != NULL, full);
+        assert_int_equal(json_object_get(b0, "tensors") != NULL, full);
+        assert_non_null(json_object_get(p0, "children"));
+        assert_non_null(json_object_get(b0, "bytes"));
+        free(s);
+        free(again);
+        json_decref(doc);
+        free(text);
+        big_free(&b);
+    }
+    assert_string_equal(summaries[0], summaries[1]);
+    free(summaries[0]);
+    free(summaries[1]);
+}
+
+/* A sink that counts, and raises the job's cancel flag once it has taken
+ * `cancel_after` bytes. */
+typedef struct counting {
+    size_t bytes, largest, cancel_after;
+    partd_cancel *cancel;
+} counting;
+
+static int counting_sink(const char *data, size_t n, void *ctx)
+{
+    (void)data;
+    counting *c = ctx;
+    c->bytes += n;
+    if (n > c->largest)
+        c->largest = n;
+    if (c->cancel && c->bytes >= c->cancel_after)
+        atomic_store(&c->cancel->cancelled, 1);
+    return PARTD_OK;
+}
+
+/* Over the limit, writing stops at the chunk that would pass it: the sink
+ * never receives more than the limit. A cancel raised while the document
+ * is written stops it within about a megabyte. */
+static void test_limit_and_cancel_while_writing(void **state)
+{
+    (void)state;
+    big b = plan_chain(6000, 300, "full");
+    counting c = {0};
+    assert_int_equal(partd_result_write(b.req, b.plan, NULL, 0, counting_sink, &c, NULL),
+                     PARTD_OK);
+    size_t whole = c.bytes;
+    assert_true(whole > (size_t)3 << 20); /* room for several checks */
+    assert_true(c.largest <= PARTD_JSON_OUT_CHUNK);
+
+    const size_t limits[] = {1, 100, 65536, 1 << 20, whole - 1};
+    for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+        c = (counting){0};
+        char *summary = (char *)"unset";
+        assert_int_equal(partd_result_write(b.req, b.plan, NULL, limits[i], counting_sink, &c,
+                                            &summary),
+                         PARTD_ETOOBIG);
+        assert_true(c.bytes <= limits[i]);
+        assert_true(c.bytes + PARTD_JSON_OUT_CHUNK > limits[i]);
+        assert_null(summary);
+        size_t len = 7;
+        int rc;
+        assert_null(partd_result_render(b.req, b.plan, NULL, limits[i], &len, NULL, &rc));
+        assert_int_equal(rc, PARTD_ETOOBIG);
+    }
+    c = (counting){0};
+    assert_int_equal(partd_result_write(b.req, b.plan, NULL, whole, counting_sink, &c, NULL),
+                     PARTD_OK);
+
+    partd_cancel cancel;
+    partd_cancel_init(&cancel, 0);
+    c = (counting){.cancel = &cancel, .cancel_after = 100000};
+    assert_int_equal(partd_result_write(b.req, b.plan, &cancel, 0, counting_sink, &c, NULL),
+                     PARTD_ECANCELLED);
+    assert_true(c.bytes <= c.cancel_after + ((size_t)1 << 20) + PARTD_JSON_OUT_CHUNK);
+    assert_true(c.bytes < whole);
+    big_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +388,9 @@ int main(void)
         cmocka_unit_test(test_size_based_has_no_pipeline_members),
         cmocka_unit_test(test_degenerate_plans_render),
         cmocka_unit_test(test_bounded_render),
+        cmocka_unit_test(test_summary_detail_text),
+        cmocka_unit_test(test_same_bytes_as_a_dom),
+        cmocka_unit_test(test_limit_and_cancel_while_writing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
