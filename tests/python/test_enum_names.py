@@ -15,6 +15,7 @@ LISTS = {  # X-macro list in lib/enums.h -> schema property holding the enum
     "PARTD_SCHEDULE_LIST": "schedule",
     "PARTD_CHECKPOINT_LIST": "checkpoint",
     "PARTD_DEVICE_ORDER_LIST": "device_order",
+    "PARTD_RESULT_DETAIL_LIST": "detail",
 }
 
 

@@ -332,6 +332,27 @@ def test_result_of_a_real_plan_validates(validator, partd_plan_bin):
     assert "solve_ms" not in json.dumps(result)
 
 
+@pytest.mark.parametrize("example", ["gpt2-training", "resnet50"])
+def test_summary_detail_results_validate(validator, partd_plan_bin, example):
+    """options.result.detail "summary": valid request and result, without
+    the node lists, and otherwise the full result's members."""
+    with open(os.path.join(ROOT, "examples", example, "request.json"), encoding="utf-8") as f:
+        request = json.load(f)
+    request.setdefault("options", {})["result"] = {"detail": "summary"}
+    assert _errors(validator, "request", request) == []
+    status, result, _, stderr = run_plan(partd_plan_bin, request)
+    assert status == 0, stderr
+    assert _errors(validator, "result", result) == []
+    with open(os.path.join(ROOT, "examples", example, "result.json"), encoding="utf-8") as f:
+        full = json.load(f)
+    for part, full_part in zip(result["partitions"], full["partitions"]):
+        assert not {"nodes", "inputs", "outputs"} & set(part)
+        assert {k: v for k, v in full_part.items()
+                if k not in ("nodes", "inputs", "outputs")} == part
+    assert all("tensors" not in b for b in result["boundaries"])
+    assert result["summary"] == full["summary"]
+
+
 def test_schemas_reject_what_the_contract_forbids(validator):
     job = {"id": "0" * 32, "status": "done", "created_at": "2026-01-01T00:00:00Z",
            "started_at": None, "finished_at": None, "graph_hash": "sha256:" + "0" * 64,
