@@ -1,16 +1,12 @@
 /* json_out.c - compact JSON written as a stream; see json_out.h. */
 #include "json_out.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "partd.h"
-
-#define DOM_FLAGS                                                                          \
-    (JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(15) | JSON_ENCODE_ANY)
 
 void partd_json_out_init(partd_json_out *o, partd_json_sink sink, void *ctx)
 {
@@ -225,19 +221,9 @@ int partd_json_bool(partd_json_out *o, int v)
     return v ? scalar(o, "true", 4) : scalar(o, "false", 5);
 }
 
-static int dom_chunk(const char *data, size_t n, void *ctx)
+int partd_json_verbatim(partd_json_out *o, const char *text, size_t len)
 {
-    return emit(ctx, data, n) == PARTD_OK ? 0 : -1;
-}
-
-int partd_json_dom(partd_json_out *o, const json_t *v)
-{
-    if (separate(o) != PARTD_OK)
-        return o->rc;
-    o->comma = 1;
-    if (json_dump_callback(v, dom_chunk, o, DOM_FLAGS) != 0)
-        return partd_json_out_fail(o, PARTD_ENOMEM);
-    return o->rc;
+    return scalar(o, text, len);
 }
 
 int partd_json_raw(partd_json_out *o, const char *data, size_t len)

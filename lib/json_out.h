@@ -34,8 +34,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct json_t;
-
 #define PARTD_JSON_OUT_CHUNK 16384
 
 /* Takes len bytes (len > 0); PARTD_OK or a negative PARTD_E* code that
@@ -82,9 +80,9 @@ int partd_json_int(partd_json_out *o, int64_t v);
 int partd_json_real(partd_json_out *o, double v);
 int partd_json_bool(partd_json_out *o, int v);
 
-/* A jansson value, dumped with the flags above (compact, so the bytes are
- * the same as if it had been built member by member here). */
-int partd_json_dom(partd_json_out *o, const struct json_t *v);
+/* A complete JSON value already in text (e.g. a small jansson DOM dumped
+ * beforehand with the flags above), copied as one value of the document. */
+int partd_json_verbatim(partd_json_out *o, const char *text, size_t len);
 
 /* Bytes copied verbatim, outside the JSON grammar (a final newline). */
 int partd_json_raw(partd_json_out *o, const char *data, size_t len);

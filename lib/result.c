@@ -173,21 +173,24 @@ static void summary(out *o, const partd_plan *plan)
 }
 
 /* The SAC section is small (one entry per module): built as a DOM by
- * sac_result.c and dumped compactly in place. */
-static void sac(out *o, const partd_request *r, const partd_plan *plan)
+ * sac_result.c and dumped compactly (the same bytes as written member by
+ * member) before the first byte of the document goes out, so that a
+ * failure there never leaves half a document behind. NULL on ENOMEM. */
+static char *sac_text(const partd_request *r, const partd_plan *plan, size_t *len)
 {
     json_t *doc = partd_sac_result_to_json(r, plan->sac);
-    if (!doc) {
-        partd_json_out_fail(o, PARTD_ENOMEM);
-        return;
-    }
-    partd_json_key(o, "sac");
-    partd_json_dom(o, doc);
+    if (!doc)
+        return NULL;
+    char *text = json_dumps(doc, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(doc);
+    if (text)
+        *len = strlen(text);
+    return text;
 }
 
 static void document(out *o, const partd_request *r, const partd_plan *plan,
-                     const partd_cancel *cancel, char **summary_copy)
+                     const partd_cancel *cancel, const char *sac, size_t sac_len,
+                     char **summary_copy)
 {
     int full = r->options.result_detail != PARTD_RESULT_DETAIL_SUMMARY;
     partd_json_begin_object(o);
@@ -212,8 +215,10 @@ static void document(out *o, const partd_request *r, const partd_plan *plan,
     summary(o, plan);
     if (summary_copy)
         *summary_copy = partd_json_capture_end(o, NULL);
-    if (plan->sac && o->rc == PARTD_OK)
-        sac(o, r, plan);
+    if (sac) {
+        partd_json_key(o, "sac");
+        partd_json_verbatim(o, sac, sac_len);
+    }
     partd_json_end_object(o);
     partd_json_raw(o, "\n", 1);
 }
@@ -253,19 +258,27 @@ int partd_result_write(const partd_request *req, const partd_plan *plan,
     if (summary_copy)
         *summary_copy = NULL;
     bounded b = {sink, ctx, cancel, max_bytes, 0, CHECK_EVERY_BYTES};
+    /* Every allocation but the summary's copy is made before the first
+     * byte goes out. */
+    size_t sac_len = 0;
+    char *sac = plan->sac ? sac_text(req, plan, &sac_len) : NULL;
     partd_json_out *o = malloc(sizeof *o);
-    if (!o)
+    if (!o || (plan->sac && !sac)) {
+        free(o);
+        free(sac);
         return PARTD_ENOMEM;
+    }
     partd_json_out_init(o, bounded_write, &b);
     int rc = partd_cancel_check(cancel);
     if (rc != PARTD_OK)
         partd_json_out_fail(o, rc);
-    document(o, req, plan, cancel, summary_copy);
+    document(o, req, plan, cancel, sac, sac_len, summary_copy);
     rc = partd_json_out_flush(o);
     if (rc == PARTD_OK)
         rc = partd_cancel_check(cancel);
     partd_json_out_release(o);
     free(o);
+    free(sac);
     if (rc != PARTD_OK && summary_copy) {
         free(*summary_copy);
         *summary_copy = NULL;

@@ -28,7 +28,9 @@
  * of the top-level "summary" member (as written) on success, NULL
  * otherwise. Returns PARTD_OK, PARTD_ECANCELLED / PARTD_ETIMEOUT, PARTD_ETOOBIG,
  * PARTD_ENOMEM, or the sink's own code. The sink may have taken part of the
- * document before a failure. */
+ * document before a failure; but every allocation except the summary's copy
+ * is made before the first byte goes out, so with summary NULL and no
+ * bounds only the sink itself can fail once writing has begun. */
 int partd_result_write(const partd_request *req, const partd_plan *plan,
                        const partd_cancel *cancel, size_t max_bytes,
                        partd_json_sink sink, void *ctx, char **summary);

@@ -206,3 +206,39 @@ def test_sac_budget_below_the_least_peak_exits_3(tmp_path, sac):
     result = json.loads(at.stdout)["sac"]
     assert result["status"] in ("optimal", "feasible")
     assert result["peak_memory_bytes"] <= least
+
+
+def test_plan_summary_detail_leaves_out_the_node_lists(tmp_path):
+    """options.result.detail "summary": written to a file and to stdout, the
+    same document as the full one without nodes, inputs, outputs and tensors."""
+    devices = [{"name": "g0", "memory_bytes": 1000}, {"name": "g1", "memory_bytes": 1000}]
+    full_request = dict(REQUEST, devices=devices, options={"mode": "pipeline"})
+    summary_request = dict(full_request, options={"mode": "pipeline",
+                                                  "result": {"detail": "summary"}})
+    full = run(["plan", "-"], stdin=json.dumps(full_request).encode())
+    assert full.returncode == 0, full.stderr
+    out = tmp_path / "summary.json"
+    r = run(["plan", "-", "-o", str(out)], stdin=json.dumps(summary_request).encode())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]  # no temp left
+    summary = json.loads(out.read_bytes())
+    assert out.read_bytes() == run(["plan", "-"], stdin=json.dumps(summary_request).encode()).stdout
+    assert out.read_bytes().endswith(b"}\n")
+    expected = json.loads(full.stdout)
+    for part in expected["partitions"]:
+        for k in ("nodes", "inputs", "outputs"):
+            del part[k]
+    for boundary in expected["boundaries"]:
+        del boundary["tensors"]
+    assert summary == expected
+    assert len(summary["partitions"]) == 2
+
+
+def test_plan_result_detail_is_validated():
+    bad = dict(REQUEST, options={"result": {"detail": "brief", "nodes": True}})
+    r = run(["plan", "-"], stdin=json.dumps(bad).encode())
+    assert r.returncode == 2
+    problem = json.loads(r.stderr)
+    pointers = {e["pointer"] for e in problem["errors"]}
+    assert pointers == {"/options/result/detail", "/options/result/nodes"}

@@ -200,3 +200,32 @@ def test_picture_is_not_blank(tmp_path):
             inked += px != b"\xff\xff\xff"
     assert inked > 0.05 * (len(rows[::4]) * width // 4)
     assert len(colours) > 8
+
+
+def summary_detail(result):
+    """The result as options.result.detail "summary" gives it."""
+    doc = json.loads(json.dumps(result))
+    for p in doc["partitions"]:
+        for k in ("nodes", "inputs", "outputs"):
+            p.pop(k, None)
+    for b in doc.get("boundaries", []):
+        b.pop("tensors", None)
+    return doc
+
+
+def test_summary_detail_results_draw():
+    """A result without node lists is drawn (the node counts are left out)."""
+    docs = [summary_detail(json.load(open(p))) for p in EXAMPLES]
+    docs.append(summary_detail(training_result(3, 4)))
+    for doc in docs:
+        body = json.dumps(doc).encode()
+        r = run(["show", "-"], stdin=body)
+        assert r.returncode == 0, r.stderr
+        root = assert_self_contained_svg(r.stdout)
+        texts = "".join(t.text or "" for t in root.iter(SVG_NS + "text"))
+        for p in doc["partitions"]:
+            assert p["device"] in texts
+        t = run(["show", "-", "--format", "text"], stdin=body)
+        assert t.returncode == 0, t.stderr
+        for p in doc["partitions"]:
+            assert p["device"] in t.stdout.decode()

@@ -136,6 +136,41 @@ def test_a_result_over_max_result_bytes_fails_its_job_with_a_problem(make_daemon
     assert d.get(f"/v1/jobs/{job['id']}/result").body == plan_offline(doc, tmp_path)
 
 
+def test_summary_detail_has_no_node_lists_and_its_own_cache_key(make_daemon, tmp_path):
+    full_doc = chain_request(40, seed=43, mode="pipeline")
+    summary_doc = json.loads(json.dumps(full_doc))
+    summary_doc["options"]["result"] = {"detail": "summary"}
+    full_size = len(plan_offline(full_doc, tmp_path))
+    summary_text = plan_offline(summary_doc, tmp_path)
+    assert len(summary_text) < full_size
+    # The detail the too-large problem suggests fits where the full one does not.
+    d = make_daemon("--max-result-bytes", str(full_size - 1))
+    full_job = d.wait_job(d.post_job(full_doc).json()["id"])
+    assert full_job["status"] == "failed", full_job
+    r = d.post_job(summary_doc)
+    assert r.status == 202, r
+    job = d.wait_job(r.json()["id"])
+    assert job["status"] == "succeeded", job
+    assert job["cache_key"] != full_job["cache_key"]
+    assert job["graph_hash"] == full_job["graph_hash"]
+    res = d.get(f"/v1/jobs/{job['id']}/result")
+    assert res.status == 200
+    assert res.body == summary_text
+    result = json.loads(res.body)
+    assert result["partitions"] and result["boundaries"]
+    for part in result["partitions"]:
+        assert not {"nodes", "inputs", "outputs"} & set(part), part
+        assert "children" in part and "time_ms" in part
+    for boundary in result["boundaries"]:
+        assert set(boundary) == {"after", "bytes"}
+    # The job's summary is the result's (captured while written, not re-parsed).
+    assert job["summary"] == result["summary"]
+    # The same request again is answered from the cache, with the summary.
+    again = d.post_job(summary_doc)
+    assert again.status == 200 and again.json()["cached"], again
+    assert again.json()["cache_key"] == job["cache_key"]
+
+
 
 @pytest.mark.skipif(ON_POSTGRESQL, reason="on a shared store each job is claimed on its own; "
                     "identical jobs share the stored result, not one run")
