@@ -242,3 +242,13 @@ def test_plan_result_detail_is_validated():
     problem = json.loads(r.stderr)
     pointers = {e["pointer"] for e in problem["errors"]}
     assert pointers == {"/options/result/detail", "/options/result/nodes"}
+
+
+def test_output_into_a_full_device_exits_1_with_the_reason(request_file):
+    """The result is streamed into the output: a write that fails (ENOSPC on
+    /dev/full) is exit 1 with the reason, never a success."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    r = run(["plan", str(request_file), "-o", "/dev/full"])
+    assert r.returncode == 1
+    assert b"cannot write /dev/full" in r.stderr and b"No space left" in r.stderr

@@ -18,7 +18,7 @@ from partd_testlib import ROOT, run_plan  # noqa: E402
 
 TOUR = os.path.join(ROOT, "README.md")
 EXAMPLE = os.path.join(ROOT, "examples", "gpt2-sac", "request.json")
-OPTION_KEYS = {"mode", "transfer_bytes_per_sec", "pipeline", "sac", "training"}
+OPTION_KEYS = {"mode", "transfer_bytes_per_sec", "pipeline", "sac", "training", "result"}
 
 
 def _blocks(lang):
@@ -70,6 +70,7 @@ def test_option_fragments_cover_every_option():
     every |= {f"pipeline.{k}" for k in defs["pipeline_options"]["properties"]}
     every |= {f"sac.{k}" for k in defs["sac_options"]["properties"]}
     every |= {f"training.{k}" for k in defs["training_options"]["properties"]}
+    every |= {f"result.{k}" for k in defs["options"]["properties"]["result"]["properties"]}
     assert every <= seen, every - seen
 
 
