@@ -63,6 +63,33 @@ static void test_results_without_device_memory_are_read(void **state)
     show_result_free(&r);
 }
 
+/* options.result.detail "summary": no nodes, inputs, outputs or tensors;
+ * read with the node count unknown (-1), everything else as in full. */
+static void test_summary_detail_results_are_read(void **state)
+{
+    (void)state;
+    static const char *const cut[] = {"\"nodes\":[\"a\",\"b\"],", "\"nodes\":[\"c\"],",
+                                      ",\"inputs\":[],\"outputs\":[]"};
+    char doc[4096];
+    snprintf(doc, sizeof doc, "%s", PIPELINE);
+    for (size_t k = 0; k < sizeof cut / sizeof *cut; k++) {
+        char *p;
+        while ((p = strstr(doc, cut[k])))
+            memmove(p, p + strlen(cut[k]), strlen(p + strlen(cut[k])) + 1);
+    }
+    assert_null(strstr(doc, "nodes"));
+    assert_null(strstr(doc, "inputs"));
+    show_result r;
+    char err[256] = "";
+    assert_int_equal(show_result_parse(doc, strlen(doc), &r, err, sizeof err), PARTD_OK);
+    assert_int_equal(r.n_parts, 2);
+    assert_int_equal(r.parts[0].nodes, -1);
+    assert_int_equal(r.parts[1].nodes, -1);
+    assert_true(r.parts[0].params == 300 && r.parts[0].received == 100);
+    assert_true(r.bottleneck_ms == 2.5 && r.peak_bytes == 1000);
+    show_result_free(&r);
+}
+
 static void expect_refusal(const char *doc, int rc, const char *needle)
 {
     show_result r;
@@ -90,6 +117,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_partitions_and_memory_split),
         cmocka_unit_test(test_results_without_device_memory_are_read),
+        cmocka_unit_test(test_summary_detail_results_are_read),
         cmocka_unit_test(test_refusals_name_the_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
