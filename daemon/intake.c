@@ -88,8 +88,12 @@ static int take_plain(void *ctx, const char *data, size_t n)
     if (in->plain_bytes > in->approved && approve(in) != PARTD_OK)
         return PARTD_ENOMEM;
     partd_sha256_update(&in->digest, data, n);
-    if (in->decode_rc == PARTD_OK) /* a refusal is remembered and answered at the end */
-        in->decode_rc = partd_decoder_feed(in->decoder, data, n);
+    if (in->decode_rc == PARTD_OK && (in->decode_rc = partd_decoder_feed(in->decoder, data, n))) {
+        /* Refused: the problem is kept for the answer, the partial model is
+         * not. */
+        partd_decoder_free(in->decoder);
+        in->decoder = NULL;
+    }
     if (in->packer && in->decode_rc == PARTD_OK && in->pack_rc == PARTD_OK)
         in->pack_rc = partd_packer_take(in->packer, data, n);
     if (in->packer && (in->decode_rc != PARTD_OK || in->pack_rc != PARTD_OK)) {
