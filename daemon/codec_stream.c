@@ -59,8 +59,10 @@ static int take_gzip(partd_unpacker *u, const char *data, size_t n, partd_piece_
         u->zs.avail_in = slice;
         data += slice;
         n -= slice;
-        while (u->zs.avail_in) {
-            if (u->at_end) {
+        /* Until the input is used up and inflate has nothing more to say
+         * (a full piece may leave output pending). */
+        for (;;) {
+            if (u->at_end && u->zs.avail_in) {
                 /* Another member follows the one that ended. */
                 if (inflateReset(&u->zs) != Z_OK)
                     return PARTD_EMALFORMED;
@@ -74,13 +76,15 @@ static int take_gzip(partd_unpacker *u, const char *data, size_t n, partd_piece_
             if (z == Z_MEM_ERROR)
                 return PARTD_ENOMEM;
             if ((z != Z_OK && z != Z_STREAM_END && z != Z_BUF_ERROR) ||
-                (z == Z_BUF_ERROR && got == 0 && u->zs.avail_in == before))
+                (z == Z_BUF_ERROR && got == 0 && u->zs.avail_in == before && before))
                 return PARTD_EMALFORMED;
             if (z == Z_STREAM_END)
                 u->at_end = 1;
             int rc = got ? out(ctx, u->piece, got) : PARTD_OK;
             if (rc != PARTD_OK)
                 return rc;
+            if (u->zs.avail_in == 0 && (u->zs.avail_out != 0 || u->at_end))
+                break;
         }
     }
     return PARTD_OK;
@@ -90,9 +94,9 @@ static int take_zstd(partd_unpacker *u, const char *data, size_t n, partd_piece_
                      void *ctx)
 {
     ZSTD_inBuffer input = {data, n, 0};
-    ZSTD_outBuffer output;
-    do {
-        output = (ZSTD_outBuffer){u->piece, PIECE_BYTES, 0};
+    for (;;) {
+        size_t in_before = input.pos;
+        ZSTD_outBuffer output = {u->piece, PIECE_BYTES, 0};
         size_t left = ZSTD_decompressStream(u->dctx, &output, &input);
         if (ZSTD_isError(left))
             return ZSTD_getErrorCode(left) == ZSTD_error_memory_allocation ? PARTD_ENOMEM
@@ -101,8 +105,13 @@ static int take_zstd(partd_unpacker *u, const char *data, size_t n, partd_piece_
         int rc = output.pos ? out(ctx, u->piece, output.pos) : PARTD_OK;
         if (rc != PARTD_OK)
             return rc;
-        /* A full piece may leave more output buffered inside zstd. */
-    } while (input.pos < input.size || output.pos == output.size);
+        /* zstd may stop after a block with output room left and more to
+         * give: with the input used up, only the frame's end (everything
+         * flushed) or a call that did nothing ends the loop. */
+        if (input.pos == input.size &&
+            (left == 0 || (output.pos == 0 && input.pos == in_before)))
+            break;
+    }
     return PARTD_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "codec_stream.h"
 #include "partd.h"
 
 /* zlib's default level: the document is compressed once per plan, but it
@@ -301,8 +302,8 @@ partd_coding partd_coding_parse(const char *content_encoding)
                                                                      : PARTD_CODING_NONE;
 }
 
-/* The decoded body as it grows: doubling, up to max + 1 bytes, so that one
- * byte past the limit shows (and the NUL fits when it does not). */
+/* The decoded document as it grows: doubling, up to max + 1 bytes (room for
+ * the NUL), each enlargement approved by the caller's grow function. */
 typedef struct sink {
     char *data;
     size_t len, cap, max;
@@ -310,15 +311,16 @@ typedef struct sink {
     void *grow_ctx;
 } sink;
 
-/* Room for at least one more byte. */
-static int sink_reserve(sink *s)
+/* Room for `need` more bytes; the limit was checked by the caller, and the
+ * buffer never grows past max + 1 (the NUL after a document of max bytes). */
+static int sink_fit(sink *s, size_t need)
 {
-    if (s->len < s->cap)
+    if (s->cap - s->len >= need)
         return PARTD_OK;
-    if (s->cap > s->max)
-        return PARTD_ETOOBIG;
-    size_t cap = s->cap ? s->cap * 2 : 65536;
-    if (cap > s->max + 1 || cap < s->cap)
+    size_t cap = s->cap ? s->cap : 65536;
+    while (cap - s->len < need && cap <= s->max)
+        cap *= 2;
+    if (cap > s->max + 1)
         cap = s->max + 1;
     if (s->grow && !s->grow(s->grow_ctx, cap))
         return PARTD_ENOMEM;
@@ -330,79 +332,17 @@ static int sink_reserve(sink *s)
     return PARTD_OK;
 }
 
-/* One slice of output space, within zlib's 32-bit counters. */
-static uInt sink_room(const sink *s)
+static int sink_piece(void *ctx, const char *data, size_t n)
 {
-    size_t room = s->cap - s->len;
-    return room > (size_t)1 << 30 ? (uInt)1 << 30 : (uInt)room;
-}
-
-static int decode_gzip(const char *in, size_t len, sink *s)
-{
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, GZIP_WINDOW_BITS) != Z_OK)
-        return PARTD_ENOMEM;
-    const Bytef *next_in = (const Bytef *)in;
-    size_t in_left = len;
-    int rc = PARTD_OK, ended = 0;
-    while (rc == PARTD_OK) {
-        if (zs.avail_in == 0 && in_left) {
-            size_t n = in_left < ((size_t)1 << 30) ? in_left : (size_t)1 << 30;
-            zs.next_in = (Bytef *)next_in;
-            zs.avail_in = (uInt)n;
-            next_in += n;
-            in_left -= n;
-        }
-        if (ended && zs.avail_in == 0)
-            break; /* the last member ended with the input */
-        if ((rc = sink_reserve(s)) != PARTD_OK)
-            break;
-        zs.next_out = (Bytef *)s->data + s->len;
-        zs.avail_out = sink_room(s);
-        uInt before = zs.avail_out;
-        int z = inflate(&zs, Z_NO_FLUSH);
-        s->len += before - zs.avail_out;
-        ended = 0;
-        if (z == Z_STREAM_END) {
-            ended = 1;
-            if (zs.avail_in || in_left)
-                rc = inflateReset(&zs) == Z_OK ? PARTD_OK : PARTD_EMALFORMED;
-        } else if (z == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) {
-            rc = PARTD_EMALFORMED; /* truncated */
-        } else if (z == Z_MEM_ERROR) {
-            rc = PARTD_ENOMEM;
-        } else if (z != Z_OK && z != Z_BUF_ERROR) {
-            rc = PARTD_EMALFORMED;
-        }
-    }
-    inflateEnd(&zs);
-    return rc;
-}
-
-static int decode_zstd(const char *in, size_t len, sink *s)
-{
-    ZSTD_DCtx *dctx = ZSTD_createDCtx();
-    if (!dctx)
-        return PARTD_ENOMEM;
-    ZSTD_inBuffer input = {in, len, 0};
-    size_t last = 1; /* not at a frame's end yet */
-    int rc = PARTD_OK;
-    while (rc == PARTD_OK && (input.pos < input.size || last != 0)) {
-        if ((rc = sink_reserve(s)) != PARTD_OK)
-            break;
-        ZSTD_outBuffer output = {s->data + s->len, s->cap - s->len, 0};
-        size_t before_in = input.pos;
-        last = ZSTD_decompressStream(dctx, &output, &input);
-        s->len += output.pos;
-        if (ZSTD_isError(last))
-            rc = PARTD_EMALFORMED;
-        else if (last != 0 && input.pos == input.size && output.pos == 0 &&
-                 before_in == input.pos)
-            rc = PARTD_EMALFORMED; /* truncated: more input wanted, none left */
-    }
-    ZSTD_freeDCtx(dctx);
-    return rc;
+    sink *s = ctx;
+    if (n > s->max - s->len)
+        return PARTD_ETOOBIG;
+    int rc = sink_fit(s, n);
+    if (rc != PARTD_OK)
+        return rc;
+    memcpy(s->data + s->len, data, n);
+    s->len += n;
+    return PARTD_OK;
 }
 
 int partd_decode(partd_coding coding, const char *in, size_t len, size_t max_out,
@@ -410,18 +350,18 @@ int partd_decode(partd_coding coding, const char *in, size_t len, size_t max_out
 {
     out->data = NULL;
     out->len = 0;
+    if (coding != PARTD_CODING_GZIP && coding != PARTD_CODING_ZSTD)
+        return PARTD_EINTERNAL;
+    partd_unpacker *u = partd_unpacker_new(coding);
+    if (!u)
+        return PARTD_ENOMEM;
     sink s = {NULL, 0, 0, max_out, grow, grow_ctx};
-    int rc;
-    if (coding == PARTD_CODING_GZIP)
-        rc = len ? decode_gzip(in, len, &s) : PARTD_EMALFORMED;
-    else if (coding == PARTD_CODING_ZSTD)
-        rc = len ? decode_zstd(in, len, &s) : PARTD_EMALFORMED;
-    else
-        rc = PARTD_EINTERNAL;
-    if (rc == PARTD_OK && s.len > s.max)
-        rc = PARTD_ETOOBIG;
-    if (rc == PARTD_OK && s.len == s.cap)
-        rc = sink_reserve(&s); /* room for the NUL */
+    int rc = partd_unpacker_take(u, in, len, sink_piece, &s);
+    if (rc == PARTD_OK)
+        rc = partd_unpacker_finish(u);
+    partd_unpacker_free(u);
+    if (rc == PARTD_OK)
+        rc = sink_fit(&s, 1); /* the NUL */
     if (rc != PARTD_OK) {
         free(s.data);
         return rc;

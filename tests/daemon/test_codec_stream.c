@@ -205,6 +205,31 @@ static void test_a_refused_growth_fails_the_packer(void **state)
     free(text.data);
 }
 
+/* Output far larger than its input: each piece of input gives many pieces
+ * of output, and the last of them ends the stream. */
+static void test_highly_compressed_input_unpacks_whole(void **state)
+{
+    (void)state;
+    size_t n = (size_t)8 << 20;
+    partd_blob zeros = {calloc(n, 1), n};
+    partd_coding codings[] = {PARTD_CODING_GZIP, PARTD_CODING_ZSTD};
+    for (size_t i = 0; i < 2; i++) {
+        partd_blob coded;
+        assert_int_equal(partd_encode(codings[i], zeros.data, n, &coded), PARTD_OK);
+        assert_true(coded.len < n / 500);
+        size_t steps[] = {0, 1, 1 << 20};
+        for (size_t k = 0; k < 3; k++) {
+            collected out = {0};
+            assert_int_equal(unpack_in_pieces(codings[i], &coded, steps[k], &out), PARTD_OK);
+            assert_int_equal(out.len, n);
+            assert_memory_equal(out.data, zeros.data, n);
+            free(out.data);
+        }
+        free(coded.data);
+    }
+    free(zeros.data);
+}
+
 static void test_zstd_magic_is_recognised(void **state)
 {
     (void)state;
@@ -221,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_truncated_empty_and_garbage_streams_are_malformed),
         cmocka_unit_test(test_the_consumers_error_stops_unpacking),
         cmocka_unit_test(test_a_refused_growth_fails_the_packer),
+        cmocka_unit_test(test_highly_compressed_input_unpacks_whole),
         cmocka_unit_test(test_zstd_magic_is_recognised),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
