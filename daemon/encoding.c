@@ -35,93 +35,120 @@ const char *partd_coding_name(partd_coding coding)
     }
 }
 
-static int encode_gzip(const char *in, size_t len, partd_blob *out)
+/* Input goes to the compressor in slices of this size, the job's cancel
+ * flag and deadline checked between them: a large document is compressed in
+ * seconds, and a job stops within a slice of its deadline. */
+#define ENCODE_SLICE ((size_t)1 << 20)
+
+static int encode_gzip(const char *in, size_t len, partd_blob *out, const partd_cancel *cancel)
 {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     if (deflateInit2(&zs, GZIP_LEVEL, Z_DEFLATED, GZIP_WINDOW_BITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return PARTD_EINTERNAL;
-    /* deflateBound is exact for a single deflate(Z_FINISH) call, so the
-     * output never needs to grow. */
+    /* deflateBound covers the whole input however it is fed, so the output
+     * never needs to grow. */
     size_t cap = deflateBound(&zs, (uLong)len);
     char *buf = malloc(cap ? cap : 1);
     if (!buf) {
         deflateEnd(&zs);
         return PARTD_ENOMEM;
     }
-    /* avail_in and avail_out are 32-bit: large documents go in slices. */
-    const size_t slice = (size_t)1 << 30;
+    /* avail_out is 32-bit: a large output space goes in slices. */
+    const size_t out_slice = (size_t)1 << 30;
     const Bytef *next_in = (const Bytef *)in;
     size_t in_left = len, out_left = cap;
     zs.next_out = (Bytef *)buf;
-    int rc;
-    for (;;) {
+    int rc = Z_OK, stopped = PARTD_OK;
+    while (rc == Z_OK) {
         if (zs.avail_in == 0 && in_left) {
-            size_t n = in_left < slice ? in_left : slice;
+            if ((stopped = partd_cancel_check(cancel)) != PARTD_OK)
+                break;
+            size_t n = in_left < ENCODE_SLICE ? in_left : ENCODE_SLICE;
             zs.next_in = (Bytef *)next_in;
             zs.avail_in = (uInt)n;
             next_in += n;
             in_left -= n;
         }
         if (zs.avail_out == 0) {
-            size_t n = out_left < slice ? out_left : slice;
+            size_t n = out_left < out_slice ? out_left : out_slice;
             zs.avail_out = (uInt)n;
             out_left -= n;
         }
         rc = deflate(&zs, in_left ? Z_NO_FLUSH : Z_FINISH);
-        if (rc != Z_OK)
-            break;
     }
     size_t produced = (size_t)((char *)zs.next_out - buf);
     deflateEnd(&zs);
-    if (rc != Z_STREAM_END) {
+    if (stopped != PARTD_OK || rc != Z_STREAM_END) {
         free(buf);
-        return PARTD_EINTERNAL;
+        return stopped != PARTD_OK ? stopped : PARTD_EINTERNAL;
     }
     out->data = buf;
     out->len = produced;
     return PARTD_OK;
 }
 
-static int encode_zstd(const char *in, size_t len, partd_blob *out)
+static int encode_zstd(const char *in, size_t len, partd_blob *out, const partd_cancel *cancel)
 {
     size_t cap = ZSTD_compressBound(len);
     if (ZSTD_isError(cap))
         return PARTD_EINTERNAL;
     char *buf = malloc(cap);
-    if (!buf)
-        return PARTD_ENOMEM;
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    ZSTD_CCtx *cctx = buf ? ZSTD_createCCtx() : NULL;
     if (!cctx) {
         free(buf);
         return PARTD_ENOMEM;
     }
-    size_t n = ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
-                       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1))
-                   ? (size_t)-1
-                   : ZSTD_compress2(cctx, buf, cap, in, len);
+    int rc = ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+                     ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)) ||
+                     ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(cctx, len))
+                 ? PARTD_EINTERNAL
+                 : PARTD_OK;
+    ZSTD_outBuffer output = {buf, cap, 0};
+    size_t at = 0, left = 1;
+    while (rc == PARTD_OK && left != 0) {
+        if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
+            break;
+        size_t n = len - at < ENCODE_SLICE ? len - at : ENCODE_SLICE;
+        ZSTD_inBuffer input = {in + at, n, 0};
+        ZSTD_EndDirective mode = at + n == len ? ZSTD_e_end : ZSTD_e_continue;
+        do
+            left = ZSTD_compressStream2(cctx, &output, &input, mode);
+        while (!ZSTD_isError(left) && (input.pos < input.size || (mode == ZSTD_e_end && left)));
+        if (ZSTD_isError(left))
+            rc = PARTD_EINTERNAL;
+        at += n;
+        if (mode == ZSTD_e_continue)
+            left = 1;
+    }
     ZSTD_freeCCtx(cctx);
-    if (ZSTD_isError(n)) {
+    if (rc != PARTD_OK) {
         free(buf);
-        return PARTD_EINTERNAL;
+        return rc;
     }
     out->data = buf;
-    out->len = n;
+    out->len = output.pos;
     return PARTD_OK;
 }
 
-int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *out)
+static int encode_within(partd_coding coding, const char *in, size_t len, partd_blob *out,
+                         const partd_cancel *cancel)
 {
     out->data = NULL;
     out->len = 0;
     switch (coding) {
     case PARTD_CODING_GZIP:
-        return encode_gzip(in, len, out);
+        return encode_gzip(in, len, out, cancel);
     case PARTD_CODING_ZSTD:
-        return encode_zstd(in, len, out);
+        return encode_zstd(in, len, out, cancel);
     default:
         return PARTD_EINTERNAL;
     }
+}
+
+int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *out)
+{
+    return encode_within(coding, in, len, out, NULL);
 }
 
 /* Frees forms[from..PARTD_CODINGS) and marks them absent. */
@@ -136,11 +163,16 @@ static void free_forms(partd_blob *forms, int from)
 
 int partd_encode_all(partd_blob *forms)
 {
+    return partd_encode_all_within(forms, NULL);
+}
+
+int partd_encode_all_within(partd_blob *forms, const partd_cancel *cancel)
+{
     const partd_blob *doc = &forms[PARTD_CODING_IDENTITY];
     free_forms(forms, PARTD_CODING_IDENTITY + 1);
     for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++) {
         partd_blob coded;
-        int rc = partd_encode((partd_coding)c, doc->data, doc->len, &coded);
+        int rc = encode_within((partd_coding)c, doc->data, doc->len, &coded, cancel);
         if (rc != PARTD_OK) {
             free_forms(forms, PARTD_CODING_IDENTITY + 1);
             return rc;
