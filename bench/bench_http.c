@@ -2,7 +2,11 @@
  * bench_http.c - HTTP load on the real daemon with wrk (Debian's package).
  *
  * Starts `partd serve` (PARTD_BIN, default build/partd) on a free loopback
- * port with a temporary data directory and measures, keep-alive:
+ * port with a temporary data directory and measures:
+ *   0. a 10^6-node request with summary detail (bench/support/gen.h): POST
+ *      to succeeded, and the daemon's peak resident size, against the body's
+ *      size and `partd plan` of the same file (time and peak RSS);
+ * then, keep-alive:
  *   1. GET /livez, requests/s and p99;
  *   2. GET /v1/jobs/{id}/result of a cached ~1 MB result: full body
  *      uncompressed, with Content-Encoding gzip and zstd, and conditional
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -179,6 +184,88 @@ static void start_daemon(const char *bin, const char *dir)
     fclose(log);
 }
 
+/* ---- a large request ---------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A "Key:   123 kB" line of /proc/<pid>/status, in bytes (0 if absent). */
+static double proc_status_bytes(pid_t pid, const char *key)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    double kb = 0;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0 && line[n] == ':')
+            kb = atof(line + n + 1);
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* `partd plan FILE -o /dev/null`: wall time and the child's peak RSS. */
+static void time_partd_plan(const char *bin, const char *file, double *secs, double *rss)
+{
+    double t0 = now_s();
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(bin, bin, "plan", file, "-o", "/dev/null", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0)
+        die("partd plan of the large request failed");
+    *secs = now_s() - t0;
+    *rss = (double)ru.ru_maxrss * 1024;
+}
+
+static char *submit(const char *body, size_t len, char id[33]);
+
+static void measure_large_request(const char *bin, const char *dir)
+{
+    partd_gen_spec spec = {.n_nodes = 1000000, .n_devices = 8, .heterogeneous = 1,
+                           .memory_slack = 1.5, .mode = "pipeline",
+                           .extra_options = "\"result\":{\"detail\":\"summary\"}",
+                           .seed = 7};
+    size_t len;
+    char *req = partd_gen_request(&spec, &len);
+    if (!req)
+        die("out of memory generating a request");
+    char file[512];
+    snprintf(file, sizeof file, "%s/large-request.json", dir);
+    FILE *f = fopen(file, "w");
+    if (!f || fwrite(req, 1, len, f) != len || fclose(f) != 0)
+        die("cannot write the large request");
+    double plan_s, plan_rss;
+    time_partd_plan(bin, file, &plan_s, &plan_rss);
+    double rss_before = proc_status_bytes(daemon_pid, "VmRSS");
+    char id[33];
+    double t0 = now_s();
+    free(submit(req, len, id));
+    wait_status(id, "succeeded");
+    double post_s = now_s() - t0;
+    if (!job_has_status(id, "succeeded"))
+        die("the large request did not succeed");
+    double hwm = proc_status_bytes(daemon_pid, "VmHWM");
+    printf("large request: %zu nodes requested, body %.0f MB\n", (size_t)spec.n_nodes,
+           (double)len / 1e6);
+    printf("partd plan (summary detail): %.2f s, peak RSS %.0f MB = %.2fx the file "
+           "(targets 1.5 s, 3x)\n", plan_s, plan_rss / 1e6, plan_rss / (double)len);
+    printf("daemon POST to succeeded: %.2f s = %.2fx partd plan (target 2x); daemon peak RSS "
+           "%.0f MB (%.0f MB before) = %.2fx the body (target 3x)\n",
+           post_s, post_s / plan_s, hwm / 1e6, rss_before / 1e6, hwm / (double)len);
+    unlink(file);
+    free(req);
+}
+
 /* ---- wrk ---------------------------------------------------------------- */
 
 typedef struct wrk_figures {
@@ -265,6 +352,7 @@ int main(void)
     start_daemon(bin, dir);
     printf("bench_http: daemon on 127.0.0.1:%s, %ld planner threads, wrk -t2 -c%d -d%ds\n",
            port, workers, conns, seconds);
+    measure_large_request(bin, dir);
 
     wrk_figures livez = wrk("/livez", NULL, seconds, conns);
     printf("livez: %.0f req/s, p99 %.2f ms (target > 20000 req/s)\n", livez.rps, livez.p99_ms);

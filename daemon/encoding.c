@@ -10,6 +10,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "codec_stream.h"
 #include "partd.h"
 
 /* zlib's default level: the document is compressed once per plan, but it
@@ -34,93 +35,120 @@ const char *partd_coding_name(partd_coding coding)
     }
 }
 
-static int encode_gzip(const char *in, size_t len, partd_blob *out)
+/* Input goes to the compressor in slices of this size, the job's cancel
+ * flag and deadline checked between them: a large document is compressed in
+ * seconds, and a job stops within a slice of its deadline. */
+#define ENCODE_SLICE ((size_t)1 << 20)
+
+static int encode_gzip(const char *in, size_t len, partd_blob *out, const partd_cancel *cancel)
 {
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     if (deflateInit2(&zs, GZIP_LEVEL, Z_DEFLATED, GZIP_WINDOW_BITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return PARTD_EINTERNAL;
-    /* deflateBound is exact for a single deflate(Z_FINISH) call, so the
-     * output never needs to grow. */
+    /* deflateBound covers the whole input however it is fed, so the output
+     * never needs to grow. */
     size_t cap = deflateBound(&zs, (uLong)len);
     char *buf = malloc(cap ? cap : 1);
     if (!buf) {
         deflateEnd(&zs);
         return PARTD_ENOMEM;
     }
-    /* avail_in and avail_out are 32-bit: large documents go in slices. */
-    const size_t slice = (size_t)1 << 30;
+    /* avail_out is 32-bit: a large output space goes in slices. */
+    const size_t out_slice = (size_t)1 << 30;
     const Bytef *next_in = (const Bytef *)in;
     size_t in_left = len, out_left = cap;
     zs.next_out = (Bytef *)buf;
-    int rc;
-    for (;;) {
+    int rc = Z_OK, stopped = PARTD_OK;
+    while (rc == Z_OK) {
         if (zs.avail_in == 0 && in_left) {
-            size_t n = in_left < slice ? in_left : slice;
+            if ((stopped = partd_cancel_check(cancel)) != PARTD_OK)
+                break;
+            size_t n = in_left < ENCODE_SLICE ? in_left : ENCODE_SLICE;
             zs.next_in = (Bytef *)next_in;
             zs.avail_in = (uInt)n;
             next_in += n;
             in_left -= n;
         }
         if (zs.avail_out == 0) {
-            size_t n = out_left < slice ? out_left : slice;
+            size_t n = out_left < out_slice ? out_left : out_slice;
             zs.avail_out = (uInt)n;
             out_left -= n;
         }
         rc = deflate(&zs, in_left ? Z_NO_FLUSH : Z_FINISH);
-        if (rc != Z_OK)
-            break;
     }
     size_t produced = (size_t)((char *)zs.next_out - buf);
     deflateEnd(&zs);
-    if (rc != Z_STREAM_END) {
+    if (stopped != PARTD_OK || rc != Z_STREAM_END) {
         free(buf);
-        return PARTD_EINTERNAL;
+        return stopped != PARTD_OK ? stopped : PARTD_EINTERNAL;
     }
     out->data = buf;
     out->len = produced;
     return PARTD_OK;
 }
 
-static int encode_zstd(const char *in, size_t len, partd_blob *out)
+static int encode_zstd(const char *in, size_t len, partd_blob *out, const partd_cancel *cancel)
 {
     size_t cap = ZSTD_compressBound(len);
     if (ZSTD_isError(cap))
         return PARTD_EINTERNAL;
     char *buf = malloc(cap);
-    if (!buf)
-        return PARTD_ENOMEM;
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    ZSTD_CCtx *cctx = buf ? ZSTD_createCCtx() : NULL;
     if (!cctx) {
         free(buf);
         return PARTD_ENOMEM;
     }
-    size_t n = ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
-                       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1))
-                   ? (size_t)-1
-                   : ZSTD_compress2(cctx, buf, cap, in, len);
+    int rc = ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+                     ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)) ||
+                     ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(cctx, len))
+                 ? PARTD_EINTERNAL
+                 : PARTD_OK;
+    ZSTD_outBuffer output = {buf, cap, 0};
+    size_t at = 0, left = 1;
+    while (rc == PARTD_OK && left != 0) {
+        if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
+            break;
+        size_t n = len - at < ENCODE_SLICE ? len - at : ENCODE_SLICE;
+        ZSTD_inBuffer input = {in + at, n, 0};
+        ZSTD_EndDirective mode = at + n == len ? ZSTD_e_end : ZSTD_e_continue;
+        do
+            left = ZSTD_compressStream2(cctx, &output, &input, mode);
+        while (!ZSTD_isError(left) && (input.pos < input.size || (mode == ZSTD_e_end && left)));
+        if (ZSTD_isError(left))
+            rc = PARTD_EINTERNAL;
+        at += n;
+        if (mode == ZSTD_e_continue)
+            left = 1;
+    }
     ZSTD_freeCCtx(cctx);
-    if (ZSTD_isError(n)) {
+    if (rc != PARTD_OK) {
         free(buf);
-        return PARTD_EINTERNAL;
+        return rc;
     }
     out->data = buf;
-    out->len = n;
+    out->len = output.pos;
     return PARTD_OK;
 }
 
-int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *out)
+static int encode_within(partd_coding coding, const char *in, size_t len, partd_blob *out,
+                         const partd_cancel *cancel)
 {
     out->data = NULL;
     out->len = 0;
     switch (coding) {
     case PARTD_CODING_GZIP:
-        return encode_gzip(in, len, out);
+        return encode_gzip(in, len, out, cancel);
     case PARTD_CODING_ZSTD:
-        return encode_zstd(in, len, out);
+        return encode_zstd(in, len, out, cancel);
     default:
         return PARTD_EINTERNAL;
     }
+}
+
+int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *out)
+{
+    return encode_within(coding, in, len, out, NULL);
 }
 
 /* Frees forms[from..PARTD_CODINGS) and marks them absent. */
@@ -135,11 +163,16 @@ static void free_forms(partd_blob *forms, int from)
 
 int partd_encode_all(partd_blob *forms)
 {
+    return partd_encode_all_within(forms, NULL);
+}
+
+int partd_encode_all_within(partd_blob *forms, const partd_cancel *cancel)
+{
     const partd_blob *doc = &forms[PARTD_CODING_IDENTITY];
     free_forms(forms, PARTD_CODING_IDENTITY + 1);
     for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++) {
         partd_blob coded;
-        int rc = partd_encode((partd_coding)c, doc->data, doc->len, &coded);
+        int rc = encode_within((partd_coding)c, doc->data, doc->len, &coded, cancel);
         if (rc != PARTD_OK) {
             free_forms(forms, PARTD_CODING_IDENTITY + 1);
             return rc;
@@ -301,8 +334,8 @@ partd_coding partd_coding_parse(const char *content_encoding)
                                                                      : PARTD_CODING_NONE;
 }
 
-/* The decoded body as it grows: doubling, up to max + 1 bytes, so that one
- * byte past the limit shows (and the NUL fits when it does not). */
+/* The decoded document as it grows: doubling, up to max + 1 bytes (room for
+ * the NUL), each enlargement approved by the caller's grow function. */
 typedef struct sink {
     char *data;
     size_t len, cap, max;
@@ -310,15 +343,16 @@ typedef struct sink {
     void *grow_ctx;
 } sink;
 
-/* Room for at least one more byte. */
-static int sink_reserve(sink *s)
+/* Room for `need` more bytes; the limit was checked by the caller, and the
+ * buffer never grows past max + 1 (the NUL after a document of max bytes). */
+static int sink_fit(sink *s, size_t need)
 {
-    if (s->len < s->cap)
+    if (s->cap - s->len >= need)
         return PARTD_OK;
-    if (s->cap > s->max)
-        return PARTD_ETOOBIG;
-    size_t cap = s->cap ? s->cap * 2 : 65536;
-    if (cap > s->max + 1 || cap < s->cap)
+    size_t cap = s->cap ? s->cap : 65536;
+    while (cap - s->len < need && cap <= s->max)
+        cap *= 2;
+    if (cap > s->max + 1)
         cap = s->max + 1;
     if (s->grow && !s->grow(s->grow_ctx, cap))
         return PARTD_ENOMEM;
@@ -330,79 +364,17 @@ static int sink_reserve(sink *s)
     return PARTD_OK;
 }
 
-/* One slice of output space, within zlib's 32-bit counters. */
-static uInt sink_room(const sink *s)
+static int sink_piece(void *ctx, const char *data, size_t n)
 {
-    size_t room = s->cap - s->len;
-    return room > (size_t)1 << 30 ? (uInt)1 << 30 : (uInt)room;
-}
-
-static int decode_gzip(const char *in, size_t len, sink *s)
-{
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, GZIP_WINDOW_BITS) != Z_OK)
-        return PARTD_ENOMEM;
-    const Bytef *next_in = (const Bytef *)in;
-    size_t in_left = len;
-    int rc = PARTD_OK, ended = 0;
-    while (rc == PARTD_OK) {
-        if (zs.avail_in == 0 && in_left) {
-            size_t n = in_left < ((size_t)1 << 30) ? in_left : (size_t)1 << 30;
-            zs.next_in = (Bytef *)next_in;
-            zs.avail_in = (uInt)n;
-            next_in += n;
-            in_left -= n;
-        }
-        if (ended && zs.avail_in == 0)
-            break; /* the last member ended with the input */
-        if ((rc = sink_reserve(s)) != PARTD_OK)
-            break;
-        zs.next_out = (Bytef *)s->data + s->len;
-        zs.avail_out = sink_room(s);
-        uInt before = zs.avail_out;
-        int z = inflate(&zs, Z_NO_FLUSH);
-        s->len += before - zs.avail_out;
-        ended = 0;
-        if (z == Z_STREAM_END) {
-            ended = 1;
-            if (zs.avail_in || in_left)
-                rc = inflateReset(&zs) == Z_OK ? PARTD_OK : PARTD_EMALFORMED;
-        } else if (z == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) {
-            rc = PARTD_EMALFORMED; /* truncated */
-        } else if (z == Z_MEM_ERROR) {
-            rc = PARTD_ENOMEM;
-        } else if (z != Z_OK && z != Z_BUF_ERROR) {
-            rc = PARTD_EMALFORMED;
-        }
-    }
-    inflateEnd(&zs);
-    return rc;
-}
-
-static int decode_zstd(const char *in, size_t len, sink *s)
-{
-    ZSTD_DCtx *dctx = ZSTD_createDCtx();
-    if (!dctx)
-        return PARTD_ENOMEM;
-    ZSTD_inBuffer input = {in, len, 0};
-    size_t last = 1; /* not at a frame's end yet */
-    int rc = PARTD_OK;
-    while (rc == PARTD_OK && (input.pos < input.size || last != 0)) {
-        if ((rc = sink_reserve(s)) != PARTD_OK)
-            break;
-        ZSTD_outBuffer output = {s->data + s->len, s->cap - s->len, 0};
-        size_t before_in = input.pos;
-        last = ZSTD_decompressStream(dctx, &output, &input);
-        s->len += output.pos;
-        if (ZSTD_isError(last))
-            rc = PARTD_EMALFORMED;
-        else if (last != 0 && input.pos == input.size && output.pos == 0 &&
-                 before_in == input.pos)
-            rc = PARTD_EMALFORMED; /* truncated: more input wanted, none left */
-    }
-    ZSTD_freeDCtx(dctx);
-    return rc;
+    sink *s = ctx;
+    if (n > s->max - s->len)
+        return PARTD_ETOOBIG;
+    int rc = sink_fit(s, n);
+    if (rc != PARTD_OK)
+        return rc;
+    memcpy(s->data + s->len, data, n);
+    s->len += n;
+    return PARTD_OK;
 }
 
 int partd_decode(partd_coding coding, const char *in, size_t len, size_t max_out,
@@ -410,18 +382,18 @@ int partd_decode(partd_coding coding, const char *in, size_t len, size_t max_out
 {
     out->data = NULL;
     out->len = 0;
+    if (coding != PARTD_CODING_GZIP && coding != PARTD_CODING_ZSTD)
+        return PARTD_EINTERNAL;
+    partd_unpacker *u = partd_unpacker_new(coding);
+    if (!u)
+        return PARTD_ENOMEM;
     sink s = {NULL, 0, 0, max_out, grow, grow_ctx};
-    int rc;
-    if (coding == PARTD_CODING_GZIP)
-        rc = len ? decode_gzip(in, len, &s) : PARTD_EMALFORMED;
-    else if (coding == PARTD_CODING_ZSTD)
-        rc = len ? decode_zstd(in, len, &s) : PARTD_EMALFORMED;
-    else
-        rc = PARTD_EINTERNAL;
-    if (rc == PARTD_OK && s.len > s.max)
-        rc = PARTD_ETOOBIG;
-    if (rc == PARTD_OK && s.len == s.cap)
-        rc = sink_reserve(&s); /* room for the NUL */
+    int rc = partd_unpacker_take(u, in, len, sink_piece, &s);
+    if (rc == PARTD_OK)
+        rc = partd_unpacker_finish(u);
+    partd_unpacker_free(u);
+    if (rc == PARTD_OK)
+        rc = sink_fit(&s, 1); /* the NUL */
     if (rc != PARTD_OK) {
         free(s.data);
         return rc;

@@ -24,6 +24,8 @@
 
 #include <stddef.h>
 
+#include "cancel.h"
+
 /* In the server's order of preference when a client accepts several
  * codings equally: zstd is smaller and cheaper to decode than gzip. */
 typedef enum partd_coding {
@@ -52,6 +54,11 @@ int partd_encode(partd_coding coding, const char *in, size_t len, partd_blob *ou
  * forms[PARTD_CODING_GZIP] from forms[PARTD_CODING_IDENTITY]. A coded form that would not be smaller than
  * the document is left out (absent). On error every coded form is freed. */
 int partd_encode_all(partd_blob *forms);
+
+/* The same under a job's bounds: cancel (NULL: none) is checked between
+ * megabytes of input; PARTD_ECANCELLED or PARTD_ETIMEOUT (cancel.h) stop
+ * it, with every coded form freed. */
+int partd_encode_all_within(partd_blob *forms, const partd_cancel *cancel);
 
 /* Frees every form of forms[0..PARTD_CODINGS) and clears them. */
 void partd_blobs_free(partd_blob *forms);

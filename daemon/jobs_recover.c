@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "decode.h"
+#include "intake.h"
 #include "log.h"
 #include "partd.h"
 
@@ -77,7 +78,7 @@ static void recover_one(const partd_job_row *row, const char *body, size_t len, 
     partd_request *req = NULL;
     partd_problem problem;
     partd_problem_init(&problem);
-    int status = partd_request_decode(body, len, &j->svc->limits, &req, &problem);
+    int status = partd_intake_decode_stored(body, len, &j->svc->limits, &req, &problem);
     if (status != PARTD_OK) {
         if (problem.status == 0)
             partd_problem_set(&problem, 422, "invalid-request", "Invalid request", "%s",

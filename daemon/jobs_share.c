@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "intake.h"
 #include "log.h"
 #include "partd.h"
 
@@ -64,7 +65,8 @@ typedef struct claimed {
 static void decode_work(uv_work_t *w)
 {
     claimed *c = w->data;
-    c->rc = partd_request_decode(c->body, c->len, &c->j->svc->limits, &c->req, &c->problem);
+    c->rc = partd_intake_decode_stored(c->body, c->len, &c->j->svc->limits, &c->req,
+                                       &c->problem);
     free(c->body);
     c->body = NULL;
 }

@@ -22,7 +22,9 @@
 #include "partd.h"
 
 #define APPLICATION_ID 0x70617274 /* "part" */
-#define SCHEMA_VERSION 3
+/* 2: attempts; 3: runner; 4: a job's request body may be a zstd frame
+ * (intake.h), which no earlier partd can read, so it must refuse the store. */
+#define SCHEMA_VERSION 4
 #define CHECKPOINT_PERIOD_MS 1000
 
 static const char SCHEMA[] =

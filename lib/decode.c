@@ -1329,3 +1329,62 @@ int partd_request_decode(const char *body, size_t len, const partd_decode_limits
     *out = req;
     return PARTD_OK;
 }
+
+/* ---- temporary buffering decoder (replaced by the streaming one) -------- */
+
+struct partd_decoder {
+    partd_decode_limits limits;
+    int has_limits;
+    partd_problem *pb;
+    char *buf;
+    size_t len, cap;
+    int rc;
+};
+
+partd_decoder *partd_decoder_new(const partd_decode_limits *limits, partd_problem *problem)
+{
+    partd_decoder *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    if (limits) {
+        d->limits = *limits;
+        d->has_limits = 1;
+    }
+    d->pb = problem;
+    return d;
+}
+
+int partd_decoder_feed(partd_decoder *d, const char *chunk, size_t len)
+{
+    if (d->rc)
+        return d->rc;
+    if (d->len + len + 1 > d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 4096;
+        while (cap < d->len + len + 1)
+            cap *= 2;
+        char *p = realloc(d->buf, cap);
+        if (!p)
+            return d->rc = PARTD_ENOMEM;
+        d->buf = p;
+        d->cap = cap;
+    }
+    memcpy(d->buf + d->len, chunk, len);
+    d->len += len;
+    return PARTD_OK;
+}
+
+int partd_decoder_finish(partd_decoder *d, partd_request **out)
+{
+    *out = NULL;
+    if (d->rc)
+        return d->rc;
+    return partd_request_decode(d->buf ? d->buf : "", d->len, d->has_limits ? &d->limits : NULL,
+                                out, d->pb);
+}
+
+void partd_decoder_free(partd_decoder *d)
+{
+    if (d)
+        free(d->buf);
+    free(d);
+}

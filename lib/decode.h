@@ -33,6 +33,17 @@ int partd_request_decode(const char *body, size_t len,
                          const partd_decode_limits *limits, /* NULL = none */
                          partd_request **out, partd_problem *problem);
 
+/* The same, a piece at a time. partd_decoder_new returns NULL on ENOMEM;
+ * problem is filled by feed and finish. feed returns PARTD_OK to go on, or
+ * PARTD_EMALFORMED / PARTD_ENOMEM as soon as the body is known to be
+ * refused (then every later feed returns the same and does nothing);
+ * finish returns what partd_request_decode returns. */
+typedef struct partd_decoder partd_decoder;
+partd_decoder *partd_decoder_new(const partd_decode_limits *limits, partd_problem *problem);
+int partd_decoder_feed(partd_decoder *d, const char *chunk, size_t len);
+int partd_decoder_finish(partd_decoder *d, partd_request **out);
+void partd_decoder_free(partd_decoder *d);
+
 /* Estimated bytes of the decoded model (for --max-model-bytes). */
 uint64_t partd_request_model_bytes(const partd_request *req);
 

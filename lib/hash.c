@@ -33,6 +33,11 @@ static void to_hex(const unsigned char *md, unsigned n, char out[72])
     out[71] = '\0';
 }
 
+void partd_digest_hex(const unsigned char md[PARTD_SHA256_BYTES], char out[72])
+{
+    to_hex(md, PARTD_SHA256_BYTES, out);
+}
+
 int partd_sha256_hex(const void *data, size_t len, char out[72])
 {
     unsigned char md[PARTD_SHA256_BYTES];

@@ -14,9 +14,13 @@
 #include <stddef.h>
 
 #include "model.h"
+#include "sha256.h"
 
 /* out: 72 bytes ("sha256:" + 64 hex + NUL). */
 int partd_sha256_hex(const void *data, size_t len, char out[72]);
+
+/* The same text for a digest made in pieces (sha256.h). */
+void partd_digest_hex(const unsigned char md[PARTD_SHA256_BYTES], char out[72]);
 
 /* Fills req->graph_hash and req->cache_key. `modules_canonical` is the
  * canonical text of graph.modules (NULL when absent). */

@@ -1,8 +1,9 @@
 /*
  * body.c - request bodies: admission from the headers (type, coding,
- * declared length), collection under --max-body-bytes and the in-flight
- * budget (--max-inflight-bytes), and Content-Encoding decoding within the
- * same limits. See http_internal.h.
+ * declared length), then each piece handed to the request's intake
+ * (daemon/intake.h: decompressed, decoded and packed as it arrives) under
+ * --max-body-bytes and the in-flight budget (--max-inflight-bytes), which
+ * charges the packed body. See http_internal.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,20 @@ static int charge(partd_http *h, partd_req *rq, uint64_t bytes)
     return 1;
 }
 
-static enum MHD_Result send_busy(struct MHD_Connection *c, partd_req *rq)
+/* A body's memory grows against --max-inflight-bytes (intake.h); a declared
+ * length was charged whole at admission. */
+static int charge_growth(void *ctx, size_t new_cap)
+{
+    partd_req *rq = ctx;
+    if (new_cap <= rq->charged)
+        return 1;
+    if (charge(rq->http, rq, new_cap - rq->charged))
+        return 1;
+    rq->over_budget = 1;
+    return 0;
+}
+
+enum MHD_Result partd_http_send_busy(struct MHD_Connection *c, partd_req *rq)
 {
     return partd_http_send_problem(c, rq, 503, "busy", "Busy",
                                    "too many request bodies are being received at once; retry",
@@ -84,17 +98,16 @@ int partd_http_body_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h
         rq->too_big = 1;
         return 0;
     }
-    if (declared > 0) {
-        if (!charge(h, rq, declared + 1)) {
-            *result = send_busy(c, rq);
-            return 1;
-        }
-        rq->body = malloc(declared + 1);
-        if (!rq->body) {
-            *result = partd_http_send_store_error(c, rq, PARTD_ENOMEM);
-            return 1;
-        }
-        rq->cap = declared + 1;
+    if (declared > 0 && !charge(h, rq, declared + 1)) {
+        *result = partd_http_send_busy(c, rq);
+        return 1;
+    }
+    partd_intake_limits lim = {cfg->max_body_bytes, &h->svc->limits, charge_growth, rq};
+    rq->http = h;
+    rq->intake = partd_intake_new(rq->body_coding, &lim);
+    if (!rq->intake) {
+        *result = partd_http_send_store_error(c, rq, PARTD_ENOMEM);
+        return 1;
     }
     rq->takes_body = 1;
     return 0;
@@ -103,95 +116,12 @@ int partd_http_body_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h
 int partd_http_body_take(partd_http *h, partd_req *rq, const char *data, size_t n)
 {
     uint64_t max = h->svc->cfg->max_body_bytes;
-    if (rq->body_lost) {
-        rq->discarded += n;
-        return rq->discarded <= (max > DISCARD_MAX ? max : DISCARD_MAX);
-    }
-    if (rq->too_big || rq->len + n > max) {
-        rq->too_big = 1;
-        rq->discarded += n;
-        /* Dropped bytes are read (up to a bound) so that the client, still
-         * sending, gets its 413; a chunked body that never ends is cut off
-         * rather than read forever. */
-        return rq->discarded <= (max > DISCARD_MAX ? max : DISCARD_MAX);
-    }
-    if (rq->len + n + 1 > rq->cap) {
-        size_t cap = rq->cap ? rq->cap : 65536;
-        while (cap < rq->len + n + 1)
-            cap *= 2;
-        if (cap > max + 1)
-            cap = max + 1;
-        if (cap > rq->charged && !charge(h, rq, cap - rq->charged))
-            return 0; /* over the in-flight budget: the connection is closed */
-        char *p = realloc(rq->body, cap);
-        if (!p) {
-            /* Read to the end (up to a bound), then answered 503. */
-            rq->body_lost = 1;
-            rq->discarded += n;
-            return rq->discarded <= (max > DISCARD_MAX ? max : DISCARD_MAX);
-        }
-        rq->body = p;
-        rq->cap = cap;
-    }
-    memcpy(rq->body + rq->len, data, n);
-    rq->len += n;
-    rq->body[rq->len] = '\0';
-    return 1;
-}
-
-/* The decoded body grows against --max-inflight-bytes like a plain one. */
-typedef struct body_growth {
-    partd_http *h;
-    partd_req *rq;
-    size_t charged;
-} body_growth;
-
-static int charge_growth(void *ctx, size_t new_cap)
-{
-    body_growth *g = ctx;
-    if (new_cap <= g->charged)
+    if (!rq->too_big && rq->intake && partd_intake_take(rq->intake, data, n) == PARTD_OK)
         return 1;
-    if (!charge(g->h, g->rq, new_cap - g->charged))
-        return 0;
-    g->charged = new_cap;
-    return 1;
-}
-
-int partd_http_body_decode(struct MHD_Connection *c, partd_req *rq, partd_http *h,
-                           enum MHD_Result *result)
-{
-    uint64_t max = h->svc->cfg->max_body_bytes;
-    uint64_t compressed_charge = rq->charged;
-    body_growth g = {h, rq, 0};
-    partd_blob plain;
-    int err = partd_decode(rq->body_coding, rq->body ? rq->body : "", rq->len, (size_t)max,
-                           charge_growth, &g, &plain);
-    char detail[160];
-    const char *coding = partd_coding_name(rq->body_coding);
-    switch (err) {
-    case PARTD_OK:
-        free(rq->body);
-        rq->body = plain.data;
-        rq->len = plain.len;
-        rq->cap = plain.len + 1;
-        atomic_fetch_sub(&h->inflight, compressed_charge);
-        rq->charged -= compressed_charge;
-        return 0;
-    case PARTD_ETOOBIG:
-        snprintf(detail, sizeof detail,
-                 "decoded from %s, the body is larger than %llu bytes (--max-body-bytes)", coding,
-                 (unsigned long long)max);
-        *result = partd_http_send_problem(c, rq, 413, "body-too-large", "Body too large", detail,
-                                          NULL, NULL, NULL);
-        return 1;
-    case PARTD_EMALFORMED:
-        snprintf(detail, sizeof detail,
-                 "the body is not a complete %s stream (Content-Encoding: %s)", coding, coding);
-        *result = partd_http_send_problem(c, rq, 400, "undecodable-body", "Undecodable body",
-                                          detail, NULL, NULL, NULL);
-        return 1;
-    default:
-        *result = send_busy(c, rq);
-        return 1;
-    }
+    /* Refused (too large, undecodable, no memory): the rest is read and
+     * dropped, up to a bound, so that the client, still sending, gets its
+     * answer; a chunked body that never ends is cut off rather than read
+     * forever. */
+    rq->discarded += n;
+    return rq->discarded <= (max > DISCARD_MAX ? max : DISCARD_MAX);
 }

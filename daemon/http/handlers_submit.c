@@ -90,6 +90,21 @@ static int cached_summary(partd_service *svc, const char *key, char **summary)
     return *summary != NULL;
 }
 
+/* The body itself was refused: too large, undecodable, or no memory. */
+static enum MHD_Result body_refused(struct MHD_Connection *c, partd_req *rq, partd_problem *p)
+{
+    /* The connection's state after a dropped body is not worth keeping. */
+    enum MHD_Result r = partd_http_send_problem_doc(
+        c, rq, p, p->status == 413 ? MHD_HTTP_HEADER_CONNECTION : NULL,
+        p->status == 413 ? "close" : NULL);
+    partd_problem_free(p);
+    return r;
+}
+
+static enum MHD_Result accept_job(struct MHD_Connection *c, partd_req *rq, partd_service *svc,
+                                  partd_request *req, const char *idem, const char *digest,
+                                  const partd_blob *packed);
+
 static enum MHD_Result submit(struct MHD_Connection *c, partd_req *rq, partd_service *svc)
 {
     if (rq->too_big) {
@@ -101,34 +116,53 @@ static enum MHD_Result submit(struct MHD_Connection *c, partd_req *rq, partd_ser
         return partd_http_send_problem(c, rq, 413, "body-too-large", "Body too large", detail, NULL,
                                        MHD_HTTP_HEADER_CONNECTION, "close");
     }
+    if (rq->over_budget)
+        return partd_http_send_busy(c, rq);
     const char *idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+    if (idem && !partd_http_idem_key_valid(idem))
+        return partd_http_send_problem(
+            c, rq, 400, "bad-idempotency-key", "Bad Idempotency-Key",
+            "Idempotency-Key must be 1 to 255 visible ASCII characters", NULL, NULL, NULL);
+    partd_problem problem;
+    partd_problem_init(&problem);
     char digest[72] = "";
+    int err = partd_intake_end(rq->intake, digest, &problem);
+    if (err != PARTD_OK)
+        return body_refused(c, rq, &problem);
     if (idem) {
-        if (!partd_http_idem_key_valid(idem))
-            return partd_http_send_problem(
-                c, rq, 400, "bad-idempotency-key", "Bad Idempotency-Key",
-                "Idempotency-Key must be 1 to 255 visible ASCII characters", NULL, NULL, NULL);
-        partd_sha256_hex(rq->body ? rq->body : "", rq->len, digest);
         partd_job_row stored;
         char stored_digest[72];
-        int err = partd_store_get_job_by_idem(svc->store, idem, &stored, stored_digest);
-        if (err == PARTD_OK)
+        err = partd_store_get_job_by_idem(svc->store, idem, &stored, stored_digest);
+        if (err == PARTD_OK) {
+            partd_problem_free(&problem);
             return replay(c, rq, svc, &stored, stored_digest, digest);
-        if (err != PARTD_STORE_MISSING)
+        }
+        if (err != PARTD_STORE_MISSING) {
+            partd_problem_free(&problem);
             return partd_http_send_store_error(c, rq, err);
+        }
     }
 
     partd_request *req = NULL;
-    partd_problem problem;
-    partd_problem_init(&problem);
-    int err = partd_request_decode(rq->body ? rq->body : "", rq->len, &svc->limits, &req, &problem);
+    partd_blob packed;
+    err = partd_intake_finish(rq->intake, &req, &packed, &problem);
     if (err != PARTD_OK) {
         enum MHD_Result r = decode_failed(c, rq, err, &problem);
         partd_problem_free(&problem);
         return r;
     }
     partd_problem_free(&problem);
+    enum MHD_Result r = accept_job(c, rq, svc, req, idem, digest, &packed);
+    free(packed.data);
+    return r;
+}
 
+/* Answers a decoded request: from the cache, or by committing a new job. */
+static enum MHD_Result accept_job(struct MHD_Connection *c, partd_req *rq, partd_service *svc,
+                                  partd_request *req, const char *idem, const char *digest,
+                                  const partd_blob *packed)
+{
+    int err;
     partd_job_row row;
     memset(&row, 0, sizeof row);
     if (partd_id_new(row.id) != PARTD_OK) {
@@ -164,7 +198,8 @@ static enum MHD_Result submit(struct MHD_Connection *c, partd_req *rq, partd_ser
     }
 
     /* Committed before the answer goes out: a 202 survives a crash. */
-    err = partd_store_insert_job(svc->store, &row, idem, idem ? digest : NULL, rq->body, rq->len);
+    err = partd_store_insert_job(svc->store, &row, idem, idem ? digest : NULL, packed->data,
+                                 packed->len);
     if (err != PARTD_OK) {
         if (reserved)
             partd_jobs_unreserve(svc->jobs);
@@ -231,10 +266,5 @@ int partd_http_submit_admit(struct MHD_Connection *c, partd_req *rq, partd_http 
 
 enum MHD_Result partd_http_submit(struct MHD_Connection *c, partd_req *rq, partd_http *h)
 {
-    if (rq->body_coding != PARTD_CODING_IDENTITY && !rq->too_big) {
-        enum MHD_Result r;
-        if (partd_http_body_decode(c, rq, h, &r))
-            return r;
-    }
     return submit(c, rq, h->svc);
 }

@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "encoding.h"
+#include "intake.h"
 #include "http.h"
 #include "job.h"
 #include "metrics.h"
@@ -91,13 +92,13 @@ typedef struct partd_req {
     char method[8];            /* for the log; "other" when longer */
     int status;                /* the answer's status code, 0 = none yet */
     int takes_body;            /* the body is collected (else ignored) */
-    char *body;
-    size_t len, cap;
+    struct partd_intake *intake; /* the body so far (intake.h) */
+    struct partd_http *http;   /* for the intake's charges */
     uint64_t charged;          /* bytes counted in partd_http.inflight */
-    int too_big;
-    uint64_t discarded;
+    int too_big;               /* Content-Length over --max-body-bytes */
+    int over_budget;           /* --max-inflight-bytes refused the body */
+    uint64_t discarded;        /* bytes read and dropped after a refusal */
     partd_coding body_coding;  /* the body's Content-Encoding */
-    int body_lost;             /* memory for the body ran out: answer 503 */
     struct MHD_Response *out_of_memory; /* partd_http's, borrowed */
 } partd_req;
 
@@ -194,14 +195,12 @@ int partd_http_is_json_type(const char *content_type);
 int partd_http_body_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h,
                           enum MHD_Result *result);
 
-/* Appends a piece of the body; past --max-body-bytes it only counts what
- * it drops. 0 when the connection must close. */
+/* Hands a piece of the body to the intake; once the body is refused it
+ * only counts what it drops. 0 when the connection must close. */
 int partd_http_body_take(partd_http *h, partd_req *rq, const char *data, size_t n);
 
-/* Replaces a compressed body by its decoding (413, 400 or 503 otherwise).
- * Returns 1 when an error answer was queued in *result. */
-int partd_http_body_decode(struct MHD_Connection *c, partd_req *rq, partd_http *h,
-                           enum MHD_Result *result);
+/* 503: the in-flight budget is spent. */
+enum MHD_Result partd_http_send_busy(struct MHD_Connection *c, partd_req *rq);
 
 /* ---- the listener (listener.c) ------------------------------------------ */
 

@@ -173,8 +173,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     set_phase(h, rq->conn, PARTD_CONN_ANSWERING);
-    if (rq->body_lost)
-        return partd_http_queue(c, rq, 503, NULL); /* the out-of-memory problem */
     return rq->entry->handler(c, rq, h);
 }
 
@@ -212,6 +210,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     double secs = (double)(partd_monotonic_ns() - rq->start_ns) / 1e9;
     (void)c;
     const char *method = rq->method[0] ? rq->method : "-";
+    uint64_t body_bytes = rq->intake ? partd_intake_bytes(rq->intake) : rq->discarded;
     partd_metrics_http(&h->svc->metrics, method, rq->route, rq->status, secs);
     static const char *const ends[] = {"ok", "error", "timeout", "shutdown", "read_error",
                                        "client_abort"};
@@ -221,7 +220,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         PARTD_LF_S("route", partd_route_label(rq->route)),
         PARTD_LF_N("status", rq->status),
         PARTD_LF_N("duration_ms", secs * 1000.0),
-        PARTD_LF_N("body_bytes", rq->len + rq->discarded),
+        PARTD_LF_N("body_bytes", body_bytes),
         (unsigned)toe < 6 && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK
             ? PARTD_LF_S("end", ends[toe])
             : PARTD_LF_END,
@@ -234,11 +233,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
     partd_log("info", "request", f);
     atomic_fetch_sub(&h->inflight, rq->charged);
-    free(rq->body);
-    /* Decoding a large body leaves the JSON tree's many small blocks free
-     * but resident in this thread's malloc arena; hand them back so that
-     * hostile bodies do not ratchet the resident size up. */
-    if (rq->len + rq->discarded >= TRIM_AFTER_BODY_BYTES)
+    partd_intake_free(rq->intake);
+    /* Decoding a large body leaves many small blocks free but resident in
+     * this thread's malloc arena; hand them back so that hostile bodies do
+     * not ratchet the resident size up. */
+    if (body_bytes >= TRIM_AFTER_BODY_BYTES)
         malloc_trim(0);
     free(rq);
 }

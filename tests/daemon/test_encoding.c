@@ -256,6 +256,40 @@ static void test_broken_bodies_are_malformed(void **state)
     free(doc.data);
 }
 
+/* A job's cancel flag and deadline stop compression between megabytes,
+ * leaving no coded form behind. */
+static void test_compression_stops_for_cancel_and_deadline(void **state)
+{
+    (void)state;
+    partd_blob forms[PARTD_CODINGS] = {json_like(200000)};
+    assert_true(forms[PARTD_CODING_IDENTITY].len > (4u << 20));
+    partd_cancel cancel;
+    partd_cancel_init(&cancel, 0);
+    atomic_store(&cancel.cancelled, 1);
+    assert_int_equal(partd_encode_all_within(forms, &cancel), PARTD_ECANCELLED);
+    for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++)
+        assert_null(forms[c].data);
+    partd_cancel_init(&cancel, 0);
+    cancel.deadline_ns = partd_monotonic_ns() - 1;
+    assert_int_equal(partd_encode_all_within(forms, &cancel), PARTD_ETIMEOUT);
+    for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++)
+        assert_null(forms[c].data);
+    /* Not cancelled: the same forms as without bounds. */
+    partd_cancel_init(&cancel, 0);
+    assert_int_equal(partd_encode_all_within(forms, &cancel), PARTD_OK);
+    for (int c = PARTD_CODING_IDENTITY + 1; c < PARTD_CODINGS; c++) {
+        partd_blob plain;
+        assert_non_null(forms[c].data);
+        assert_int_equal(partd_decode((partd_coding)c, forms[c].data, forms[c].len,
+                                      forms[0].len, NULL, NULL, &plain),
+                         PARTD_OK);
+        assert_int_equal(plain.len, forms[0].len);
+        assert_memory_equal(plain.data, forms[0].data, plain.len);
+        free(plain.data);
+    }
+    partd_blobs_free(forms);
+}
+
 static void test_content_encoding_parse(void **state)
 {
     (void)state;
@@ -335,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_decoding_stops_at_the_limit),
         cmocka_unit_test(test_broken_bodies_are_malformed),
         cmocka_unit_test(test_content_encoding_parse),
+        cmocka_unit_test(test_compression_stops_for_cancel_and_deadline),
     };
     return cmocka_run_group_tests_name("encoding", tests, NULL, NULL);
 }

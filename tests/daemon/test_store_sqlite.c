@@ -163,7 +163,7 @@ static void test_schema_1_store_is_migrated(void **state)
     free(summary);
     partd_store_close(s);
 
-    assert_int_equal(sql_int("PRAGMA user_version"), 3);
+    assert_int_equal(sql_int("PRAGMA user_version"), 4);
 }
 
 /* A store written by schema 2 (no attempts, no runner) is migrated in place:
@@ -201,7 +201,7 @@ static void test_schema_2_store_is_migrated(void **state)
     assert_string_equal(got.runner, "host:1");
     partd_job_row_clear(&got);
     partd_store_close(s);
-    assert_int_equal(sql_int("PRAGMA user_version"), 3);
+    assert_int_equal(sql_int("PRAGMA user_version"), 4);
 }
 
 /* Another program's database: refused, and not written to. */
@@ -225,14 +225,14 @@ static void test_newer_schema_is_refused(void **state)
 {
     (void)state;
     partd_store_close(open_ok());
-    sql_exec("PRAGMA user_version = 4;");
+    sql_exec("PRAGMA user_version = 5;");
     char err[512] = "";
     int code = 0;
     assert_null(partd_store_open(dir, err, sizeof err, &code));
     assert_int_equal(code, PARTD_EXIT_STORE_CORRUPT);
-    if (!strstr(err, "schema 3 or older") || !strstr(err, "user_version 4"))
+    if (!strstr(err, "schema 4 or older") || !strstr(err, "user_version 5"))
         fail_msg("unexpected reason: %s", err);
-    assert_int_equal(sql_int("PRAGMA user_version"), 4);
+    assert_int_equal(sql_int("PRAGMA user_version"), 5);
 }
 
 /* Past the size cap writes fail as on a full disk: the store turns
