@@ -98,12 +98,16 @@ static void plan_work(uv_work_t *w)
         if (r->rc == PARTD_OK && partd_sha256_hex(doc->data, doc->len, r->etag) != PARTD_OK)
             r->rc = PARTD_EINTERNAL;
     }
-    if (r->rc == PARTD_OK && partd_encode_all(r->forms) != PARTD_OK)
-        /* The document itself is fine; it is only served uncompressed. */
-        partd_log_msg("warn", "job", "compressing the result of %s failed; serving it "
-                      "uncompressed only", r->cache_key);
-    if (r->rc == PARTD_OK)
-        r->rc = partd_cancel_check(&r->cancel); /* compressing took time too */
+    if (r->rc == PARTD_OK) {
+        /* Under the job's deadline and cancel flag too. */
+        int rc = partd_encode_all_within(r->forms, &r->cancel);
+        if (rc == PARTD_ECANCELLED || rc == PARTD_ETIMEOUT)
+            r->rc = rc;
+        else if (rc != PARTD_OK)
+            /* The document itself is fine; it is only served uncompressed. */
+            partd_log_msg("warn", "job", "compressing the result of %s failed; serving it "
+                          "uncompressed only", r->cache_key);
+    }
     partd_plan_free(plan);
     /* The model can be large; it is not needed after planning. */
     partd_request_free(r->req);
