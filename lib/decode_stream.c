@@ -1,0 +1,871 @@
+/*
+ * decode_stream.c - chunks of JSON text -> events; see decode_stream.h.
+ *
+ * Each chunk is pre-scanned first (scan_chunk) for what yajl would let
+ * through; yajl then parses the chunk up to the first such byte, so that a
+ * syntax error before it is the one reported, as jansson would. Frames
+ * follow the open containers: their keys (for the duplicate check) live in
+ * one arena, released when the container ends.
+ */
+#include "decode_stream.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl/yajl_parse.h>
+
+#include "partd.h"
+
+#define MAX_YAJL_BLOCKS 32  /* yajl holds about 7 blocks at a time */
+#define SMALL_OBJECT 16     /* keys compared one by one up to this many */
+#define ERROR_CAP 256
+
+typedef enum mode { MODE_DELIVER, MODE_SKIP, MODE_BUILD } mode;
+
+typedef enum esc_state { ESC_NONE, ESC_BACKSLASH, ESC_HEX, ESC_NEED_BS, ESC_NEED_U } esc_state;
+
+typedef struct frame {
+    uint8_t is_object;
+    uint8_t mode;
+    uint8_t build_root;  /* the outermost container of a built value */
+    uint32_t n_keys;
+    size_t key_start;    /* arena offset of its first key */
+    size_t last_key;     /* arena offset of its last key's bytes */
+    uint32_t *set;       /* hash set of key offsets (+1), once large */
+    uint32_t set_cap;
+    json_t *json;        /* MODE_BUILD: the container being built */
+} frame;
+
+struct partd_jstream {
+    yajl_handle yajl;
+    const partd_js_handler *h;
+    void *ctx;
+    int failed;          /* PARTD_OK or the code every call returns */
+    int handler_nomem;
+    char error[ERROR_CAP];
+    /* yajl's blocks, freed here when a failed allocation leaves the parse */
+    void *blocks[MAX_YAJL_BLOCKS];
+    jmp_buf on_nomem;
+    /* position */
+    size_t offset;       /* bytes of earlier chunks */
+    size_t line;         /* 1 + newlines in earlier chunks */
+    size_t line_start;   /* offset just after the last newline */
+    /* pre-scan state carried across chunks */
+    esc_state esc;
+    uint8_t in_string;   /* at the start of the chunk */
+    unsigned char last;  /* the last byte of the previous chunk */
+    size_t escaped_quotes; /* \" in the current chunk */
+    uint8_t hex_n, second;
+    uint32_t hex, high;
+    uint8_t utf8_left;   /* continuation bytes still expected */
+    uint8_t utf8_lo, utf8_hi; /* range of the next one */
+    /* containers */
+    frame *frames;
+    uint32_t depth;
+    char *arena;
+    size_t arena_used, arena_cap;
+    char num[64];
+};
+
+static const yajl_callbacks callbacks;
+
+/* ---- yajl's allocator ----------------------------------------------------- */
+
+static void nomem_jump(partd_jstream *s)
+{
+    longjmp(s->on_nomem, 1);
+}
+
+static void *track(partd_jstream *s, void *old, void *p)
+{
+    for (int i = 0; i < MAX_YAJL_BLOCKS; i++)
+        if (s->blocks[i] == old) {
+            s->blocks[i] = p;
+            return p;
+        }
+    free(p);
+    nomem_jump(s);
+    return NULL;
+}
+
+static void *ya_malloc(void *ctx, size_t n)
+{
+    partd_jstream *s = ctx;
+    void *p = malloc(n);
+    if (!p)
+        nomem_jump(s);
+    return track(s, NULL, p);
+}
+
+static void *ya_realloc(void *ctx, void *old, size_t n)
+{
+    partd_jstream *s = ctx;
+    if (!old)
+        return ya_malloc(ctx, n);
+    void *p = realloc(old, n);
+    if (!p)
+        nomem_jump(s); /* old is still tracked and still valid */
+    for (int i = 0; i < MAX_YAJL_BLOCKS; i++)
+        if (s->blocks[i] == old) {
+            s->blocks[i] = p;
+            break;
+        }
+    return p;
+}
+
+static void ya_free(void *ctx, void *p)
+{
+    partd_jstream *s = ctx;
+    if (!p)
+        return;
+    for (int i = 0; i < MAX_YAJL_BLOCKS; i++)
+        if (s->blocks[i] == p) {
+            s->blocks[i] = NULL;
+            break;
+        }
+    free(p);
+}
+
+/* After a jump out of yajl: its state is unusable, its memory is ours. */
+static void drop_yajl(partd_jstream *s)
+{
+    for (int i = 0; i < MAX_YAJL_BLOCKS; i++) {
+        free(s->blocks[i]);
+        s->blocks[i] = NULL;
+    }
+    s->yajl = NULL;
+}
+
+/* The calls into yajl, each behind its own setjmp (nothing of the caller
+ * lives across the jump): -1 when an allocation failed inside, after
+ * which yajl's memory is freed and its handle gone. */
+static __attribute__((noinline)) int guarded_alloc(partd_jstream *const s,
+                                                   yajl_alloc_funcs *afs)
+{
+    if (setjmp(s->on_nomem)) {
+        drop_yajl(s);
+        return -1;
+    }
+    s->yajl = yajl_alloc(&callbacks, afs, s);
+    /* the pre-scan checks UTF-8 more strictly than yajl does */
+    yajl_config(s->yajl, yajl_dont_validate_strings, 1);
+    return 0;
+}
+
+static __attribute__((noinline)) int guarded_parse(partd_jstream *const s, const char *p,
+                                                   size_t n, yajl_status *st)
+{
+    if (setjmp(s->on_nomem)) {
+        drop_yajl(s);
+        return -1;
+    }
+    *st = n ? yajl_parse(s->yajl, (const unsigned char *)p, n) : yajl_complete_parse(s->yajl);
+    return 0;
+}
+
+/* yajl's words for its error, without "parse error: " and the newline. */
+static __attribute__((noinline)) int guarded_error(partd_jstream *const s, const char *p,
+                                                   size_t n, char *what, size_t cap)
+{
+    if (setjmp(s->on_nomem)) {
+        drop_yajl(s);
+        return -1;
+    }
+    unsigned char *m = yajl_get_error(s->yajl, 0, (const unsigned char *)p, n);
+    const char *t = m ? (const char *)m : "syntax error";
+    if (strncmp(t, "parse error: ", 13) == 0)
+        t += 13;
+    snprintf(what, cap, "%s", t);
+    what[strcspn(what, "\n")] = '\0';
+    if (m)
+        yajl_free_error(s->yajl, m);
+    return 0;
+}
+
+/* ---- errors and position --------------------------------------------------- */
+
+static int fail(partd_jstream *s, int code)
+{
+    if (s->failed == PARTD_OK)
+        s->failed = code;
+    return 0; /* yajl: stop */
+}
+
+/* A syntax error at byte `at` of the current chunk p. */
+static void malformed_at(partd_jstream *s, const char *p, size_t at, const char *what)
+{
+    size_t line = s->line, start = s->line_start;
+    for (size_t i = 0; i < at; i++)
+        if (p[i] == '\n') {
+            line++;
+            start = s->offset + i + 1;
+        }
+    size_t off = s->offset + at;
+    snprintf(s->error, sizeof s->error, "%s (line %zu, column %zu, byte %zu)", what, line,
+             off - start + 1, off);
+    fail(s, PARTD_EMALFORMED);
+}
+
+/* The chunk p[0, n) was parsed: line, and whether a string is open. */
+static void advance(partd_jstream *s, const char *p, size_t n)
+{
+    size_t lines = 0, quotes = 0;
+    for (size_t i = 0; i < n; i++) {
+        lines += p[i] == '\n';
+        quotes += p[i] == '"';
+    }
+    if (lines) {
+        s->line += lines;
+        size_t last = n;
+        while (p[--last] != '\n')
+            ;
+        s->line_start = s->offset + last + 1;
+    }
+    /* every quote that is not escaped opens or closes a string */
+    s->in_string ^= (quotes - s->escaped_quotes) & 1;
+    s->offset += n;
+    if (n)
+        s->last = (unsigned char)p[n - 1];
+}
+
+/* jansson reads a NUL byte that ends a number or a literal (true, false,
+ * null) as nothing: its lexer puts the byte back, and its reader takes a
+ * NUL in its look-ahead for "read the next byte". Such a NUL is dropped
+ * here too (only that one: another NUL right after it is an error). 1 for
+ * a NUL at p[x] that is one; slow, but only for bodies with a raw NUL. */
+static int jansson_skips_nul(const partd_jstream *s, esc_state esc0, const char *p, size_t x)
+{
+    unsigned char prev = x ? (unsigned char)p[x - 1] : s->last;
+    int alnum = (prev >= '0' && prev <= '9') || ((prev | 0x20) >= 'a' && (prev | 0x20) <= 'z');
+    if (!alnum)
+        return 0;
+    int in = s->in_string, esc = esc0 == ESC_BACKSLASH;
+    for (size_t i = 0; i < x; i++) {
+        char c = p[i];
+        if (!in)
+            in = c == '"';
+        else if (esc)
+            esc = 0;
+        else if (c == '\\')
+            esc = 1;
+        else if (c == '"')
+            in = 0;
+    }
+    return !in;
+}
+
+/* ---- pre-scan --------------------------------------------------------------- */
+
+static int hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The four hex digits of a \u escape are complete: jansson's checks. */
+static int escape_done(partd_jstream *s, char *what, size_t cap)
+{
+    uint32_t v = s->hex;
+    s->esc = ESC_NONE;
+    if (s->second) {
+        s->second = 0;
+        if (v >= 0xDC00 && v <= 0xDFFF)
+            return 0;
+        snprintf(what, cap, "invalid Unicode '\\u%04X\\u%04X'", s->high, v);
+        return -1;
+    }
+    if (v >= 0xD800 && v <= 0xDBFF) {
+        s->high = v;
+        s->esc = ESC_NEED_BS;
+        return 0;
+    }
+    if (v >= 0xDC00 && v <= 0xDFFF) {
+        snprintf(what, cap, "invalid Unicode '\\u%04X'", v);
+        return -1;
+    }
+    if (v == 0) {
+        snprintf(what, cap, "\\u0000 is not allowed in a string");
+        return -1;
+    }
+    return 0;
+}
+
+/* Offset of the first bad escape in p[0, n), or n. */
+static size_t scan_escapes(partd_jstream *s, const unsigned char *p, size_t n, char *what,
+                           size_t cap)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (s->esc == ESC_NONE) {
+            const unsigned char *b = memchr(p + i, '\\', n - i);
+            if (!b)
+                return n;
+            i = (size_t)(b - p) + 1;
+            s->esc = ESC_BACKSLASH;
+            continue;
+        }
+        unsigned char c = p[i];
+        int h;
+        switch (s->esc) {
+        case ESC_BACKSLASH:
+            s->escaped_quotes += c == '"';
+            s->esc = c == 'u' ? ESC_HEX : ESC_NONE;
+            s->hex = s->hex_n = 0;
+            break;
+        case ESC_HEX:
+            if ((h = hex_value(c)) < 0) {
+                snprintf(what, cap, "invalid \\u escape");
+                return i;
+            }
+            s->hex = s->hex * 16 + (uint32_t)h;
+            if (++s->hex_n == 4 && escape_done(s, what, cap) != 0)
+                return i;
+            break;
+        case ESC_NEED_BS:
+        case ESC_NEED_U:
+            if (c != (s->esc == ESC_NEED_BS ? '\\' : 'u')) {
+                snprintf(what, cap, "invalid Unicode '\\u%04X'", s->high);
+                return i;
+            }
+            if (s->esc == ESC_NEED_U) {
+                s->esc = ESC_HEX;
+                s->second = 1;
+                s->hex = s->hex_n = 0;
+            } else {
+                s->esc = ESC_NEED_U;
+            }
+            break;
+        case ESC_NONE:
+            break;
+        }
+        i++;
+    }
+    return n;
+}
+
+/* The range of the second byte after a lead byte (RFC 3629), or 0 when the
+ * byte cannot start a character. */
+static int utf8_lead(partd_jstream *s, unsigned char c)
+{
+    s->utf8_lo = 0x80;
+    s->utf8_hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        s->utf8_left = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        s->utf8_left = 2;
+        if (c == 0xE0)
+            s->utf8_lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            s->utf8_hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        s->utf8_left = 3;
+        if (c == 0xF0)
+            s->utf8_lo = 0x90;
+        else if (c == 0xF4)
+            s->utf8_hi = 0x8F; /* above U+10FFFF */
+    } else
+        return 0;
+    return 1;
+}
+
+/* Offset of the first byte that is not UTF-8 in p[0, n), or n. */
+static size_t scan_utf8(partd_jstream *s, const unsigned char *p, size_t n, char *what,
+                        size_t cap)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (s->utf8_left) {
+            if (p[i] < s->utf8_lo || p[i] > s->utf8_hi)
+                goto bad;
+            s->utf8_lo = 0x80;
+            s->utf8_hi = 0xBF;
+            s->utf8_left--;
+            i++;
+            continue;
+        }
+        /* ASCII eight bytes at a time */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (w & UINT64_C(0x8080808080808080))
+                break;
+            i += 8;
+        }
+        while (i < n && p[i] < 0x80)
+            i++;
+        if (i == n)
+            break;
+        if (!utf8_lead(s, p[i]))
+            goto bad;
+        i++;
+    }
+    return n;
+bad:
+    snprintf(what, cap, "unable to decode byte 0x%02x", p[i]);
+    return i;
+}
+
+/* Offset of the first byte of p[0, n) that jansson refuses and yajl may
+ * not, with `what` set; n when there is none. */
+static size_t scan_chunk(partd_jstream *s, const char *p, size_t n, char *what, size_t cap)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    char w2[ERROR_CAP];
+    size_t bad = scan_utf8(s, u, n, what, cap);
+    size_t e = scan_escapes(s, u, bad, w2, sizeof w2);
+    if (e < bad) {
+        bad = e;
+        snprintf(what, cap, "%s", w2);
+    }
+    /* yajl takes \v and \f as white space, jansson does not (inside a
+     * string both refuse them unescaped). */
+    static const char ws[2] = {'\v', '\f'};
+    for (int k = 0; k < 2; k++) {
+        const char *c = memchr(p, ws[k], bad);
+        if (c) {
+            bad = (size_t)(c - p);
+            snprintf(what, cap, "invalid token (control character 0x%02x)", ws[k]);
+        }
+    }
+    return bad;
+}
+
+/* ---- frames and keys --------------------------------------------------------- */
+
+static uint32_t hash_bytes(const char *k, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)k[i]) * 16777619u;
+    return h;
+}
+
+/* Arena entry: uint32 length, the bytes, a NUL. */
+static const char *arena_key(const partd_jstream *s, size_t off, uint32_t *len)
+{
+    memcpy(len, s->arena + off, sizeof *len);
+    return s->arena + off + sizeof *len;
+}
+
+static int set_insert(partd_jstream *s, frame *f, size_t off)
+{
+    if ((f->n_keys + 1) * 2 > f->set_cap) {
+        uint32_t cap = f->set_cap ? f->set_cap * 2 : 64;
+        uint32_t *set = calloc(cap, sizeof *set);
+        if (!set)
+            return -1;
+        for (uint32_t i = 0; i < f->set_cap; i++)
+            if (f->set[i]) {
+                uint32_t len;
+                const char *k = arena_key(s, f->set[i] - 1, &len);
+                uint32_t j = hash_bytes(k, len) & (cap - 1);
+                while (set[j])
+                    j = (j + 1) & (cap - 1);
+                set[j] = f->set[i];
+            }
+        free(f->set);
+        f->set = set;
+        f->set_cap = cap;
+    }
+    uint32_t len;
+    const char *k = arena_key(s, off, &len);
+    uint32_t j = hash_bytes(k, len) & (f->set_cap - 1);
+    while (f->set[j])
+        j = (j + 1) & (f->set_cap - 1);
+    f->set[j] = (uint32_t)off + 1;
+    return 0;
+}
+
+/* 1 when the open object already has the key. */
+static int has_key(const partd_jstream *s, const frame *f, const char *k, size_t len)
+{
+    if (f->set) {
+        uint32_t j = hash_bytes(k, len) & (f->set_cap - 1);
+        for (; f->set[j]; j = (j + 1) & (f->set_cap - 1)) {
+            uint32_t l;
+            const char *o = arena_key(s, f->set[j] - 1, &l);
+            if (l == len && memcmp(o, k, len) == 0)
+                return 1;
+        }
+        return 0;
+    }
+    size_t off = f->key_start;
+    for (uint32_t i = 0; i < f->n_keys; i++) {
+        uint32_t l;
+        const char *o = arena_key(s, off, &l);
+        if (l == len && memcmp(o, k, len) == 0)
+            return 1;
+        off += sizeof l + l + 1;
+    }
+    return 0;
+}
+
+/* Stores the key of the open object; -1 when memory ran out. */
+static int add_key(partd_jstream *s, frame *f, const char *k, size_t len)
+{
+    size_t need = sizeof(uint32_t) + len + 1;
+    if (len > UINT32_MAX || s->arena_used + need > UINT32_MAX - 1)
+        return -1;
+    if (s->arena_used + need > s->arena_cap) {
+        size_t cap = s->arena_cap ? s->arena_cap : 4096;
+        while (cap < s->arena_used + need)
+            cap *= 2;
+        char *a = realloc(s->arena, cap);
+        if (!a)
+            return -1;
+        s->arena = a;
+        s->arena_cap = cap;
+    }
+    size_t off = s->arena_used;
+    uint32_t l = (uint32_t)len;
+    memcpy(s->arena + off, &l, sizeof l);
+    memcpy(s->arena + off + sizeof l, k, len);
+    s->arena[off + sizeof l + len] = '\0';
+    s->arena_used += need;
+    f->last_key = off + sizeof l;
+    f->n_keys++;
+    if (f->n_keys == SMALL_OBJECT + 1) {
+        size_t o = f->key_start;
+        uint32_t total = f->n_keys;
+        for (uint32_t i = 0; i < total; i++) {
+            uint32_t kl;
+            memcpy(&kl, s->arena + o, sizeof kl);
+            f->n_keys = i; /* set_insert sizes by the keys so far */
+            if (set_insert(s, f, o) != 0)
+                return -1;
+            o += sizeof kl + kl + 1;
+        }
+        f->n_keys = total;
+    } else if (f->set) {
+        f->n_keys--;
+        int rc = set_insert(s, f, off);
+        f->n_keys++;
+        return rc;
+    }
+    return 0;
+}
+
+static frame *top(partd_jstream *s)
+{
+    return s->depth ? &s->frames[s->depth - 1] : NULL;
+}
+
+/* Attaches a built value to the container being built around it. */
+static int attach(partd_jstream *s, frame *parent, json_t *v)
+{
+    if (!v)
+        return -1;
+    if (parent->is_object)
+        return json_object_set_new_nocheck(parent->json, s->arena + parent->last_key, v);
+    return json_array_append_new(parent->json, v);
+}
+
+static json_t *scalar_json(const partd_scalar *v)
+{
+    switch (v->type) {
+    case JSON_STRING: return json_stringn_nocheck(v->s, v->len);
+    case JSON_INTEGER: return json_integer(v->i);
+    case JSON_REAL: return json_real(v->d);
+    case JSON_TRUE: return json_true();
+    case JSON_FALSE: return json_false();
+    case JSON_NULL: return json_null();
+    case JSON_OBJECT: return json_object();
+    case JSON_ARRAY: return json_array();
+    }
+    return NULL;
+}
+
+/* A value starts (v->type says which; containers have no content yet).
+ * Returns 1 to go on, 0 to stop the parse (s->failed set). */
+static int value_start(partd_jstream *s, const partd_scalar *v)
+{
+    if (s->depth >= PARTD_JSON_MAX_DEPTH) {
+        snprintf(s->error, sizeof s->error, "maximum parsing depth (%d) reached",
+                 PARTD_JSON_MAX_DEPTH);
+        return fail(s, PARTD_EMALFORMED);
+    }
+    int container = v->type == JSON_OBJECT || v->type == JSON_ARRAY;
+    frame *parent = top(s);
+    mode m;
+    json_t *built = NULL;
+    if (!parent || parent->mode == MODE_DELIVER) {
+        partd_js_action a = s->h->value(s->ctx, v);
+        if (a == PARTD_JS_NOMEM)
+            return fail(s, PARTD_ENOMEM);
+        m = a == PARTD_JS_DESCEND ? MODE_DELIVER : a == PARTD_JS_SKIP ? MODE_SKIP : MODE_BUILD;
+        if (m == MODE_BUILD) {
+            if (!(built = scalar_json(v)))
+                return fail(s, PARTD_ENOMEM);
+            if (!container && s->h->built(s->ctx, built) != 0)
+                return fail(s, PARTD_ENOMEM);
+        }
+    } else {
+        m = parent->mode;
+        if (m == MODE_BUILD) {
+            built = scalar_json(v);
+            if (attach(s, parent, built) != 0)
+                return fail(s, PARTD_ENOMEM);
+        }
+    }
+    if (!container)
+        return 1;
+    frame *f = &s->frames[s->depth++];
+    *f = (frame){.is_object = v->type == JSON_OBJECT, .mode = (uint8_t)m,
+                 .key_start = s->arena_used, .json = built};
+    f->build_root = m == MODE_BUILD && (!parent || parent->mode != MODE_BUILD);
+    return 1;
+}
+
+static int container_end(partd_jstream *s)
+{
+    frame *f = top(s);
+    s->depth--;
+    s->arena_used = f->key_start;
+    free(f->set);
+    f->set = NULL;
+    if (f->mode == MODE_DELIVER && s->h->end(s->ctx) != 0)
+        return fail(s, PARTD_ENOMEM);
+    if (f->build_root && s->h->built(s->ctx, f->json) != 0)
+        return fail(s, PARTD_ENOMEM);
+    return 1;
+}
+
+/* ---- yajl callbacks ----------------------------------------------------------- */
+
+static int on_null(void *ctx)
+{
+    partd_scalar v = {.type = JSON_NULL};
+    return value_start(ctx, &v);
+}
+
+static int on_boolean(void *ctx, int b)
+{
+    partd_scalar v = {.type = b ? JSON_TRUE : JSON_FALSE};
+    return value_start(ctx, &v);
+}
+
+/* jansson's rules: no '.', 'e' or 'E' makes an integer, which must fit
+ * json_int_t; a real must not overflow (underflow is fine). */
+static int on_number(void *ctx, const char *t, size_t len)
+{
+    partd_jstream *s = ctx;
+    partd_scalar v = {.type = JSON_INTEGER};
+    int integer = !memchr(t, '.', len) && !memchr(t, 'e', len) && !memchr(t, 'E', len);
+    if (integer && len <= 18) {
+        size_t i = t[0] == '-';
+        json_int_t x = 0;
+        for (; i < len; i++)
+            x = x * 10 + (t[i] - '0');
+        v.i = t[0] == '-' ? -x : x;
+        return value_start(s, &v);
+    }
+    char *buf = len < sizeof s->num ? s->num : malloc(len + 1);
+    if (!buf)
+        return fail(s, PARTD_ENOMEM);
+    memcpy(buf, t, len);
+    buf[len] = '\0';
+    errno = 0;
+    const char *bad = NULL;
+    if (integer) {
+        v.i = strtoll(buf, NULL, 10);
+        if (errno == ERANGE)
+            bad = v.i < 0 ? "too big negative integer" : "too big integer";
+    } else {
+        v.type = JSON_REAL;
+        v.d = strtod(buf, NULL);
+        if (errno == ERANGE && (v.d == HUGE_VAL || v.d == -HUGE_VAL))
+            bad = "real number overflow";
+    }
+    if (buf != s->num)
+        free(buf);
+    if (bad) {
+        snprintf(s->error, sizeof s->error, "%s", bad);
+        return fail(s, PARTD_EMALFORMED);
+    }
+    return value_start(s, &v);
+}
+
+static int on_string(void *ctx, const unsigned char *str, size_t len)
+{
+    partd_scalar v = {.type = JSON_STRING, .s = (const char *)str, .len = len};
+    return value_start(ctx, &v);
+}
+
+static int on_start_map(void *ctx)
+{
+    partd_scalar v = {.type = JSON_OBJECT};
+    return value_start(ctx, &v);
+}
+
+static int on_start_array(void *ctx)
+{
+    partd_scalar v = {.type = JSON_ARRAY};
+    return value_start(ctx, &v);
+}
+
+static int on_key(void *ctx, const unsigned char *k, size_t len)
+{
+    partd_jstream *s = ctx;
+    frame *f = top(s);
+    const char *key = (const char *)k;
+    if (has_key(s, f, key, len)) {
+        snprintf(s->error, sizeof s->error, "duplicate object key \"%.64s\"", key);
+        return fail(s, PARTD_EMALFORMED);
+    }
+    if (add_key(s, f, key, len) != 0)
+        return fail(s, PARTD_ENOMEM);
+    if (f->mode == MODE_DELIVER && s->h->key(s->ctx, s->arena + f->last_key, len) != 0)
+        return fail(s, PARTD_ENOMEM);
+    return 1;
+}
+
+static int on_end(void *ctx)
+{
+    return container_end(ctx);
+}
+
+static const yajl_callbacks callbacks = {
+    .yajl_null = on_null,
+    .yajl_boolean = on_boolean,
+    .yajl_number = on_number,
+    .yajl_string = on_string,
+    .yajl_start_map = on_start_map,
+    .yajl_map_key = on_key,
+    .yajl_end_map = on_end,
+    .yajl_start_array = on_start_array,
+    .yajl_end_array = on_end,
+};
+
+/* ---- the stream ---------------------------------------------------------------- */
+
+partd_jstream *partd_jstream_new(const partd_js_handler *h, void *ctx)
+{
+    partd_jstream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->h = h;
+    s->ctx = ctx;
+    s->line = 1;
+    s->frames = malloc(PARTD_JSON_MAX_DEPTH * sizeof *s->frames);
+    if (!s->frames) {
+        free(s);
+        return NULL;
+    }
+    yajl_alloc_funcs afs = {ya_malloc, ya_realloc, ya_free, s};
+    if (guarded_alloc(s, &afs) != 0) { /* yajl copies afs into its handle */
+        partd_jstream_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void partd_jstream_free(partd_jstream *s)
+{
+    if (!s)
+        return;
+    if (s->yajl)
+        yajl_free(s->yajl);
+    for (uint32_t i = 0; i < s->depth; i++) {
+        free(s->frames[i].set);
+        if (s->frames[i].build_root)
+            json_decref(s->frames[i].json);
+    }
+    free(s->frames);
+    free(s->arena);
+    free(s);
+}
+
+/* yajl's error at its position (bytes consumed of the piece that starts
+ * at p[base]), or an out-of-memory failure. */
+static void yajl_failed(partd_jstream *s, const char *p, size_t base, size_t n)
+{
+    size_t at = yajl_get_bytes_consumed(s->yajl);
+    if (at > n)
+        at = n;
+    char what[ERROR_CAP];
+    if (guarded_error(s, p + base, n, what, sizeof what) != 0) {
+        s->failed = PARTD_ENOMEM;
+        return;
+    }
+    malformed_at(s, p, base + at, what);
+}
+
+/* Parses p[base, base + n) of the chunk p. */
+static int parse_piece(partd_jstream *s, const char *p, size_t base, size_t n)
+{
+    yajl_status st = yajl_status_ok;
+    if (n && guarded_parse(s, p + base, n, &st) != 0)
+        return s->failed = PARTD_ENOMEM;
+    if (st == yajl_status_error)
+        yajl_failed(s, p, base, n);
+    else if (st == yajl_status_client_canceled && s->failed == PARTD_EMALFORMED) {
+        char msg[ERROR_CAP];
+        snprintf(msg, sizeof msg, "%s", s->error);
+        size_t at = yajl_get_bytes_consumed(s->yajl);
+        malformed_at(s, p, base + (at > n ? n : at), msg);
+    }
+    return s->failed;
+}
+
+int partd_jstream_feed(partd_jstream *s, const char *p, size_t n)
+{
+    if (s->failed)
+        return s->failed;
+    if (n == 0)
+        return PARTD_OK;
+    char what[ERROR_CAP];
+    esc_state esc0 = s->esc;
+    s->escaped_quotes = 0;
+    size_t good = scan_chunk(s, p, n, what, sizeof what);
+    size_t start = 0;
+    const char *z;
+    while ((z = memchr(p + start, '\0', good - start)) &&
+           jansson_skips_nul(s, esc0, p, (size_t)(z - p))) {
+        size_t x = (size_t)(z - p);
+        if (parse_piece(s, p, start, x - start) != PARTD_OK)
+            return s->failed;
+        start = x + 1;
+    }
+    if (parse_piece(s, p, start, good - start) != PARTD_OK)
+        return s->failed;
+    if (good < n) {
+        malformed_at(s, p, good, what);
+        return s->failed;
+    }
+    advance(s, p, n);
+    return PARTD_OK;
+}
+
+int partd_jstream_finish(partd_jstream *s)
+{
+    if (s->failed)
+        return s->failed;
+    char what[ERROR_CAP] = "";
+    yajl_status st;
+    if (guarded_parse(s, "", 0, &st) != 0)
+        return s->failed = PARTD_ENOMEM;
+    if (st == yajl_status_error)
+        yajl_failed(s, "", 0, 0);
+    else if (st == yajl_status_client_canceled && s->failed == PARTD_EMALFORMED) {
+        snprintf(what, sizeof what, "%s", s->error);
+        malformed_at(s, "", 0, what);
+    } else if (s->utf8_left) {
+        malformed_at(s, "", 0, "premature end of input (a character is cut short)");
+    }
+    return s->failed;
+}
+
+const char *partd_jstream_error(const partd_jstream *s)
+{
+    return s->error;
+}
