@@ -235,8 +235,9 @@ static void advance(partd_jstream *s, const char *p, size_t n)
 
 /* jansson reads a NUL byte that ends a number or a literal (true, false,
  * null) as nothing: its lexer puts the byte back, and its reader takes a
- * NUL in its look-ahead for "read the next byte". Such a NUL is dropped
- * here too (only that one: another NUL right after it is an error). 1 for
+ * NUL in its look-ahead for "read the next byte". Such a NUL is read
+ * here as a token boundary (only that one: another NUL right after
+ * it is an error). 1 for
  * a NUL at p[x] that is one; slow, but only for bodies with a raw NUL. */
 static int jansson_skips_nul(const partd_jstream *s, esc_state esc0, const char *p, size_t x)
 {
@@ -785,29 +786,30 @@ void partd_jstream_free(partd_jstream *s)
     free(s);
 }
 
-/* yajl's error at its position (bytes consumed of the piece that starts
- * at p[base]), or an out-of-memory failure. */
-static void yajl_failed(partd_jstream *s, const char *p, size_t base, size_t n)
+/* yajl's error in text[0, n), which stands at p[base] of the chunk p, or
+ * an out-of-memory failure. */
+static void yajl_failed(partd_jstream *s, const char *p, const char *text, size_t base,
+                        size_t n)
 {
     size_t at = yajl_get_bytes_consumed(s->yajl);
     if (at > n)
         at = n;
     char what[ERROR_CAP];
-    if (guarded_error(s, p + base, n, what, sizeof what) != 0) {
+    if (guarded_error(s, text, n, what, sizeof what) != 0) {
         s->failed = PARTD_ENOMEM;
         return;
     }
     malformed_at(s, p, base + at, what);
 }
 
-/* Parses p[base, base + n) of the chunk p. */
-static int parse_piece(partd_jstream *s, const char *p, size_t base, size_t n)
+/* Parses text[0, n), which stands at p[base] of the chunk p. */
+static int parse_text(partd_jstream *s, const char *p, const char *text, size_t base, size_t n)
 {
     yajl_status st = yajl_status_ok;
-    if (n && guarded_parse(s, p + base, n, &st) != 0)
+    if (n && guarded_parse(s, text, n, &st) != 0)
         return s->failed = PARTD_ENOMEM;
     if (st == yajl_status_error)
-        yajl_failed(s, p, base, n);
+        yajl_failed(s, p, text, base, n);
     else if (st == yajl_status_client_canceled && s->failed == PARTD_EMALFORMED) {
         char msg[ERROR_CAP];
         snprintf(msg, sizeof msg, "%s", s->error);
@@ -831,12 +833,14 @@ int partd_jstream_feed(partd_jstream *s, const char *p, size_t n)
     const char *z;
     while ((z = memchr(p + start, '\0', good - start)) &&
            jansson_skips_nul(s, esc0, p, (size_t)(z - p))) {
+        /* it still ends the token: a space to yajl */
         size_t x = (size_t)(z - p);
-        if (parse_piece(s, p, start, x - start) != PARTD_OK)
+        if (parse_text(s, p, p + start, start, x - start) != PARTD_OK ||
+            parse_text(s, p, " ", x, 1) != PARTD_OK)
             return s->failed;
         start = x + 1;
     }
-    if (parse_piece(s, p, start, good - start) != PARTD_OK)
+    if (parse_text(s, p, p + start, start, good - start) != PARTD_OK)
         return s->failed;
     if (good < n) {
         malformed_at(s, p, good, what);
@@ -855,7 +859,7 @@ int partd_jstream_finish(partd_jstream *s)
     if (guarded_parse(s, "", 0, &st) != 0)
         return s->failed = PARTD_ENOMEM;
     if (st == yajl_status_error)
-        yajl_failed(s, "", 0, 0);
+        yajl_failed(s, "", "", 0, 0);
     else if (st == yajl_status_client_canceled && s->failed == PARTD_EMALFORMED) {
         snprintf(what, sizeof what, "%s", s->error);
         malformed_at(s, "", 0, what);
