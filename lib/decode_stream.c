@@ -1,7 +1,7 @@
 /*
  * decode_stream.c - chunks of JSON text -> events; see decode_stream.h.
  *
- * Each chunk is pre-scanned first (scan_chunk) for what yajl would let
+ * Each chunk is pre-scanned first (decode_scan.h) for what yajl would let
  * through; yajl then parses the chunk up to the first such byte, so that a
  * syntax error before it is the one reported, as jansson would. Frames
  * follow the open containers: their keys (for the duplicate check) live in
@@ -19,6 +19,7 @@
 
 #include <yajl/yajl_parse.h>
 
+#include "decode_scan.h"
 #include "partd.h"
 
 #define MAX_YAJL_BLOCKS 32  /* yajl holds about 7 blocks at a time */
@@ -26,8 +27,6 @@
 #define ERROR_CAP 256
 
 typedef enum mode { MODE_DELIVER, MODE_SKIP, MODE_BUILD } mode;
-
-typedef enum esc_state { ESC_NONE, ESC_BACKSLASH, ESC_HEX, ESC_NEED_BS, ESC_NEED_U } esc_state;
 
 typedef struct frame {
     uint8_t is_object;
@@ -55,15 +54,7 @@ struct partd_jstream {
     size_t offset;       /* bytes of earlier chunks */
     size_t line;         /* 1 + newlines in earlier chunks */
     size_t line_start;   /* offset just after the last newline */
-    /* pre-scan state carried across chunks */
-    esc_state esc;
-    uint8_t in_string;   /* at the start of the chunk */
-    unsigned char last;  /* the last byte of the previous chunk */
-    size_t escaped_quotes; /* \" in the current chunk */
-    uint8_t hex_n, second;
-    uint32_t hex, high;
-    uint8_t utf8_left;   /* continuation bytes still expected */
-    uint8_t utf8_lo, utf8_hi; /* range of the next one */
+    partd_jscan scan;
     /* containers */
     frame *frames;
     uint32_t depth;
@@ -226,219 +217,8 @@ static void advance(partd_jstream *s, const char *p, size_t n)
             ;
         s->line_start = s->offset + last + 1;
     }
-    /* every quote that is not escaped opens or closes a string */
-    s->in_string ^= (quotes - s->escaped_quotes) & 1;
+    partd_jscan_done(&s->scan, p, n, quotes);
     s->offset += n;
-    if (n)
-        s->last = (unsigned char)p[n - 1];
-}
-
-/* jansson reads a NUL byte that ends a number or a literal (true, false,
- * null) as nothing: its lexer puts the byte back, and its reader takes a
- * NUL in its look-ahead for "read the next byte". Such a NUL is read
- * here as a token boundary (only that one: another NUL right after
- * it is an error). 1 for
- * a NUL at p[x] that is one; slow, but only for bodies with a raw NUL. */
-static int jansson_skips_nul(const partd_jstream *s, esc_state esc0, const char *p, size_t x)
-{
-    unsigned char prev = x ? (unsigned char)p[x - 1] : s->last;
-    int alnum = (prev >= '0' && prev <= '9') || ((prev | 0x20) >= 'a' && (prev | 0x20) <= 'z');
-    if (!alnum)
-        return 0;
-    int in = s->in_string, esc = esc0 == ESC_BACKSLASH;
-    for (size_t i = 0; i < x; i++) {
-        char c = p[i];
-        if (!in)
-            in = c == '"';
-        else if (esc)
-            esc = 0;
-        else if (c == '\\')
-            esc = 1;
-        else if (c == '"')
-            in = 0;
-    }
-    return !in;
-}
-
-/* ---- pre-scan --------------------------------------------------------------- */
-
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* The four hex digits of a \u escape are complete: jansson's checks. */
-static int escape_done(partd_jstream *s, char *what, size_t cap)
-{
-    uint32_t v = s->hex;
-    s->esc = ESC_NONE;
-    if (s->second) {
-        s->second = 0;
-        if (v >= 0xDC00 && v <= 0xDFFF)
-            return 0;
-        snprintf(what, cap, "invalid Unicode '\\u%04X\\u%04X'", s->high, v);
-        return -1;
-    }
-    if (v >= 0xD800 && v <= 0xDBFF) {
-        s->high = v;
-        s->esc = ESC_NEED_BS;
-        return 0;
-    }
-    if (v >= 0xDC00 && v <= 0xDFFF) {
-        snprintf(what, cap, "invalid Unicode '\\u%04X'", v);
-        return -1;
-    }
-    if (v == 0) {
-        snprintf(what, cap, "\\u0000 is not allowed in a string");
-        return -1;
-    }
-    return 0;
-}
-
-/* Offset of the first bad escape in p[0, n), or n. */
-static size_t scan_escapes(partd_jstream *s, const unsigned char *p, size_t n, char *what,
-                           size_t cap)
-{
-    size_t i = 0;
-    while (i < n) {
-        if (s->esc == ESC_NONE) {
-            const unsigned char *b = memchr(p + i, '\\', n - i);
-            if (!b)
-                return n;
-            i = (size_t)(b - p) + 1;
-            s->esc = ESC_BACKSLASH;
-            continue;
-        }
-        unsigned char c = p[i];
-        int h;
-        switch (s->esc) {
-        case ESC_BACKSLASH:
-            s->escaped_quotes += c == '"';
-            s->esc = c == 'u' ? ESC_HEX : ESC_NONE;
-            s->hex = s->hex_n = 0;
-            break;
-        case ESC_HEX:
-            if ((h = hex_value(c)) < 0) {
-                snprintf(what, cap, "invalid \\u escape");
-                return i;
-            }
-            s->hex = s->hex * 16 + (uint32_t)h;
-            if (++s->hex_n == 4 && escape_done(s, what, cap) != 0)
-                return i;
-            break;
-        case ESC_NEED_BS:
-        case ESC_NEED_U:
-            if (c != (s->esc == ESC_NEED_BS ? '\\' : 'u')) {
-                snprintf(what, cap, "invalid Unicode '\\u%04X'", s->high);
-                return i;
-            }
-            if (s->esc == ESC_NEED_U) {
-                s->esc = ESC_HEX;
-                s->second = 1;
-                s->hex = s->hex_n = 0;
-            } else {
-                s->esc = ESC_NEED_U;
-            }
-            break;
-        case ESC_NONE:
-            break;
-        }
-        i++;
-    }
-    return n;
-}
-
-/* The range of the second byte after a lead byte (RFC 3629), or 0 when the
- * byte cannot start a character. */
-static int utf8_lead(partd_jstream *s, unsigned char c)
-{
-    s->utf8_lo = 0x80;
-    s->utf8_hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        s->utf8_left = 1;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        s->utf8_left = 2;
-        if (c == 0xE0)
-            s->utf8_lo = 0xA0; /* overlong */
-        else if (c == 0xED)
-            s->utf8_hi = 0x9F; /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        s->utf8_left = 3;
-        if (c == 0xF0)
-            s->utf8_lo = 0x90;
-        else if (c == 0xF4)
-            s->utf8_hi = 0x8F; /* above U+10FFFF */
-    } else
-        return 0;
-    return 1;
-}
-
-/* Offset of the first byte that is not UTF-8 in p[0, n), or n. */
-static size_t scan_utf8(partd_jstream *s, const unsigned char *p, size_t n, char *what,
-                        size_t cap)
-{
-    size_t i = 0;
-    while (i < n) {
-        if (s->utf8_left) {
-            if (p[i] < s->utf8_lo || p[i] > s->utf8_hi)
-                goto bad;
-            s->utf8_lo = 0x80;
-            s->utf8_hi = 0xBF;
-            s->utf8_left--;
-            i++;
-            continue;
-        }
-        /* ASCII eight bytes at a time */
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (w & UINT64_C(0x8080808080808080))
-                break;
-            i += 8;
-        }
-        while (i < n && p[i] < 0x80)
-            i++;
-        if (i == n)
-            break;
-        if (!utf8_lead(s, p[i]))
-            goto bad;
-        i++;
-    }
-    return n;
-bad:
-    snprintf(what, cap, "unable to decode byte 0x%02x", p[i]);
-    return i;
-}
-
-/* Offset of the first byte of p[0, n) that jansson refuses and yajl may
- * not, with `what` set; n when there is none. */
-static size_t scan_chunk(partd_jstream *s, const char *p, size_t n, char *what, size_t cap)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    char w2[ERROR_CAP];
-    size_t bad = scan_utf8(s, u, n, what, cap);
-    size_t e = scan_escapes(s, u, bad, w2, sizeof w2);
-    if (e < bad) {
-        bad = e;
-        snprintf(what, cap, "%s", w2);
-    }
-    /* yajl takes \v and \f as white space, jansson does not (inside a
-     * string both refuse them unescaped). */
-    static const char ws[2] = {'\v', '\f'};
-    for (int k = 0; k < 2; k++) {
-        const char *c = memchr(p, ws[k], bad);
-        if (c) {
-            bad = (size_t)(c - p);
-            snprintf(what, cap, "invalid token (control character 0x%02x)", ws[k]);
-        }
-    }
-    return bad;
 }
 
 /* ---- frames and keys --------------------------------------------------------- */
@@ -826,13 +606,11 @@ int partd_jstream_feed(partd_jstream *s, const char *p, size_t n)
     if (n == 0)
         return PARTD_OK;
     char what[ERROR_CAP];
-    esc_state esc0 = s->esc;
-    s->escaped_quotes = 0;
-    size_t good = scan_chunk(s, p, n, what, sizeof what);
+    size_t good = partd_jscan_chunk(&s->scan, p, n, what, sizeof what);
     size_t start = 0;
     const char *z;
     while ((z = memchr(p + start, '\0', good - start)) &&
-           jansson_skips_nul(s, esc0, p, (size_t)(z - p))) {
+           partd_jscan_skips_nul(&s->scan, p, (size_t)(z - p))) {
         /* it still ends the token: a space to yajl */
         size_t x = (size_t)(z - p);
         if (parse_text(s, p, p + start, start, x - start) != PARTD_OK ||
@@ -863,7 +641,7 @@ int partd_jstream_finish(partd_jstream *s)
     else if (st == yajl_status_client_canceled && s->failed == PARTD_EMALFORMED) {
         snprintf(what, sizeof what, "%s", s->error);
         malformed_at(s, "", 0, what);
-    } else if (s->utf8_left) {
+    } else if (s->scan.utf8_left) {
         malformed_at(s, "", 0, "premature end of input (a character is cut short)");
     }
     return s->failed;
