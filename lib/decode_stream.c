@@ -500,7 +500,8 @@ static int on_key(void *ctx, const unsigned char *k, size_t len)
     frame *f = top(s);
     const char *key = (const char *)k;
     if (has_key(s, f, key, len)) {
-        snprintf(s->error, sizeof s->error, "duplicate object key \"%.64s\"", key);
+        snprintf(s->error, sizeof s->error, "duplicate object key \"%.*s\"",
+                 (int)(len < 64 ? len : 64), key);
         return fail(s, PARTD_EMALFORMED);
     }
     if (add_key(s, f, key, len) != 0)
