@@ -198,7 +198,7 @@ FUZZ_BUILD    ?= build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_DRIVERS  := request modules http
 FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_SUPPORT  := tests/fuzz/targets.c tests/fuzz/http_harness.c
+FUZZ_SUPPORT  := tests/fuzz/targets.c tests/fuzz/http_harness.c tests/support/request_dump.c
 FUZZ_OPTS_request := -max_len=65536
 FUZZ_OPTS_modules := -max_len=32768
 # The daemon logs a line per request on stderr: -close_fd_mask=2 silences it,
