@@ -68,7 +68,7 @@ int partd_gs_key(partd_gstream *gs, const char *key, size_t len)
     case CTX_NODE:
         gs->next = partd_node_classify(key);
         if (gs->next == M_UNKNOWN && gs->storing) {
-            partd_pointer_member(ptr, gs->base, key);
+            partd_node_pointer(gs, ptr, key);
             partd_dec_add(gs->d, ptr, "unknown member");
         }
         return 0;

@@ -51,7 +51,6 @@ struct partd_gstream {
     int storing;             /* 0 once a limit is passed: count only */
     uint64_t estimate;
     /* the current node */
-    char base[PARTD_POINTER_CAP];
     uint8_t has_name_m, has_op, has_pb, has_params, inputs_array;
     partd_capture name, op, param_bytes;
     json_type params_type;
@@ -70,6 +69,15 @@ static inline partd_js_action partd_gs_push(partd_gstream *gs, partd_gctx c)
 {
     gs->ctx[gs->depth++] = (uint8_t)c;
     return PARTD_JS_DESCEND;
+}
+
+/* out = the pointer of the current node's member (member NULL: of the
+ * node), built only when something is reported there. */
+static inline void partd_node_pointer(const partd_gstream *gs, char *out, const char *member)
+{
+    partd_pointer_index(out, "/graph/nodes", gs->d->n);
+    if (member)
+        partd_pointer_append(out, PARTD_POINTER_CAP, member);
 }
 
 /* decode_node.c: events inside graph.nodes. */

@@ -201,13 +201,85 @@ partd_js_action partd_node_start(partd_gstream *gs, const partd_scalar *v)
     g->output_bytes[i] = g->param_bytes[i] = 0;
     g->latency_ms[i] = g->mem_latency_ms[i] = g->backward_ms[i] = 0;
     g->request_index[i] = 0;
-    partd_pointer_index(gs->base, "/graph/nodes", i);
     if (v->type == JSON_OBJECT)
         return partd_gs_push(gs, CTX_NODE);
-    partd_scalar_expect(&d->r, v, gs->base, JSON_OBJECT, "an object");
+    char ptr[PARTD_POINTER_CAP];
+    partd_node_pointer(gs, ptr, NULL);
+    partd_scalar_expect(&d->r, v, ptr, JSON_OBJECT, "an object");
     d->in_name_off[i + 1] = d->n_in_names;
     d->par_name_off[i + 1] = d->n_par_names;
     return PARTD_JS_SKIP;
+}
+
+/* Fast paths: what the partd_scalar_* getters give for a value they
+ * accept, without the pointer they would report at (built only when a
+ * value is refused, by the getter itself). */
+static int fast_name(partd_gstream *gs, const partd_capture *c, uint32_t *id)
+{
+    if (c->type != JSON_STRING || c->off == UINT32_MAX || c->len == 0)
+        return 0;
+    /* kept, so at most PARTD_NAME_MAX_BYTES; a NUL never gets here */
+    *id = partd_strtab_intern(&gs->d->req->strings, gs->scratch + c->off, c->len);
+    if (*id == PARTD_STR_NONE)
+        gs->d->r.oom = 1;
+    return 1;
+}
+
+static int fast_bytes(const partd_capture *c, int64_t *out)
+{
+    if (c->type != JSON_INTEGER || c->i < 0 || c->i > PARTD_MAX_BYTES)
+        return 0;
+    *out = c->i;
+    return 1;
+}
+
+static int fast_time(const partd_scalar *v, double *out)
+{
+    double x = v->type == JSON_INTEGER ? (double)v->i : v->type == JSON_REAL ? v->d : -1;
+    if (!(x >= 0 && x <= MAX_LATENCY_MS))
+        return 0;
+    *out = x;
+    return 1;
+}
+
+static int fast_op(const partd_gstream *gs, int *op)
+{
+    if (gs->op.type != JSON_STRING || gs->op.off == UINT32_MAX)
+        return 0;
+    const char *s = gs->scratch + gs->op.off;
+    for (int k = 0; partd_op_table.names[k]; k++)
+        if (strcmp(partd_op_table.names[k], s) == 0) {
+            *op = k;
+            return 1;
+        }
+    return 0;
+}
+
+/* A member value the getters would accept, stored without a pointer: 1,
+ * or 0 for the getter (which words the error). */
+static int member_fast(partd_gstream *gs, partd_gmember m, const partd_scalar *v, uint32_t i)
+{
+    partd_graph *g = &gs->d->req->graph;
+    switch (m) {
+    case M_TARGET:
+    case M_MODULE:
+        if (v->type != JSON_STRING || v->len == 0 || v->len > PARTD_NAME_MAX_BYTES)
+            return 0;
+        uint32_t id = partd_strtab_intern(&gs->d->req->strings, v->s, v->len);
+        gs->d->r.oom |= id == PARTD_STR_NONE;
+        *(m == M_TARGET ? &g->target[i] : &g->module[i]) = id;
+        return 1;
+    case M_OUTPUT_BYTES:
+        if (v->type != JSON_INTEGER || v->i < 0 || v->i > PARTD_MAX_BYTES)
+            return 0;
+        g->output_bytes[i] = v->i;
+        return 1;
+    case M_LATENCY: return fast_time(v, &g->latency_ms[i]);
+    case M_MEM_LATENCY: return fast_time(v, &g->mem_latency_ms[i]);
+    case M_BACKWARD: return (g->has_backward[i] = (uint8_t)fast_time(v, &g->backward_ms[i]));
+    case M_META: return v->type == JSON_OBJECT;
+    default: return 0;
+    }
 }
 
 /* 1 when the current node already named parameter `id`; records it
@@ -238,7 +310,7 @@ static int64_t decode_params(partd_gstream *gs)
     partd_dec *d = gs->d;
     char ptr[PARTD_POINTER_CAP], p[PARTD_POINTER_CAP], q[PARTD_POINTER_CAP];
     int64_t total = 0;
-    partd_pointer_member(ptr, gs->base, "params");
+    partd_node_pointer(gs, ptr, "params");
     partd_scalar sv = {.type = gs->params_type};
     if (partd_scalar_expect(&d->r, &sv, ptr, JSON_ARRAY, "an array of {name, bytes}") != 0)
         return 0;
@@ -256,6 +328,31 @@ static int64_t decode_params(partd_gstream *gs)
     }
     for (uint32_t k = 0; k < gs->n_pe; k++) {
         const partd_param_entry *e = &gs->pe[k];
+        uint32_t id;
+        int64_t b;
+        if (e->type == JSON_OBJECT && !e->n_unk && e->has_name && e->has_bytes &&
+            fast_bytes(&e->bytes, &b) && fast_name(gs, &e->name, &id)) {
+            if (id == PARTD_STR_NONE)
+                return 0; /* out of memory */
+            if (!param_seen(d, id)) {
+                d->par_name[d->n_par_names] = id;
+                d->par_bytes[d->n_par_names++] = b;
+                if (total < 0 || !partd_dec_add_bytes(&total, b))
+                    continue;
+                total = -1; /* reported once; the request is rejected */
+            }
+            if (d->r.oom)
+                return 0;
+            /* a repeat or a sum too large: the words of the slow path */
+            partd_pointer_index(p, ptr, k);
+            partd_pointer_member(q, p, total < 0 ? "bytes" : "name");
+            if (total < 0)
+                partd_dec_add(d, q, "the node's parameters add up to more than 2^53 bytes here");
+            else
+                partd_problem_add(d->r.pb, q, "names parameter \"%s\" twice",
+                                  partd_str(&d->req->strings, id));
+            continue;
+        }
         partd_pointer_index(p, ptr, k);
         sv = (partd_scalar){.type = e->type};
         if (partd_scalar_expect(&d->r, &sv, p, JSON_OBJECT, "an object {name, bytes}") != 0)
@@ -264,7 +361,7 @@ static int64_t decode_params(partd_gstream *gs)
             partd_pointer_member(q, p, gs->scratch + gs->unk[e->unk_first + u]);
             partd_problem_add(d->r.pb, q, "unknown member");
         }
-        uint32_t id = PARTD_STR_NONE;
+        id = PARTD_STR_NONE;
         partd_pointer_member(q, p, "name");
         if (!e->has_name)
             partd_problem_add(d->r.pb, q, "is required");
@@ -272,7 +369,7 @@ static int64_t decode_params(partd_gstream *gs)
             scalar_of(gs, &e->name, &sv);
             id = partd_scalar_name(&d->r, &sv, q);
         }
-        int64_t b = 0;
+        b = 0;
         int ok = 0;
         partd_pointer_member(q, p, "bytes");
         if (!e->has_bytes)
@@ -313,27 +410,29 @@ int partd_node_end(partd_gstream *gs)
     uint32_t i = d->n;
     char ptr[PARTD_POINTER_CAP];
     partd_scalar sv;
-    partd_pointer_member(ptr, gs->base, "name");
-    if (!gs->has_name_m)
+    if (!gs->has_name_m) {
+        partd_node_pointer(gs, ptr, "name");
         partd_dec_add(d, ptr, "is required");
-    else {
+    } else if (!fast_name(gs, &gs->name, &g->name[i])) {
+        partd_node_pointer(gs, ptr, "name");
         scalar_of(gs, &gs->name, &sv);
         g->name[i] = partd_scalar_name(r, &sv, ptr);
     }
-    partd_pointer_member(ptr, gs->base, "op");
     int op_code = PARTD_OP_CALL_FUNCTION;
-    if (!gs->has_op)
+    if (!gs->has_op) {
+        partd_node_pointer(gs, ptr, "op");
         partd_dec_add(d, ptr, "is required");
-    else {
+    } else if (!fast_op(gs, &op_code)) {
+        partd_node_pointer(gs, ptr, "op");
         scalar_of(gs, &gs->op, &sv);
         partd_scalar_enum(r, &sv, ptr, partd_op_table.names, &op_code);
     }
     g->op[i] = (uint8_t)op_code;
     if (gs->has_pb && gs->has_params) {
-        partd_pointer_member(ptr, gs->base, "params");
+        partd_node_pointer(gs, ptr, "params");
         partd_dec_add(d, ptr, "give either param_bytes or params, not both");
-    } else if (gs->has_pb) {
-        partd_pointer_member(ptr, gs->base, "param_bytes");
+    } else if (gs->has_pb && !fast_bytes(&gs->param_bytes, &g->param_bytes[i])) {
+        partd_node_pointer(gs, ptr, "param_bytes");
         scalar_of(gs, &gs->param_bytes, &sv);
         partd_scalar_bytes(r, &sv, ptr, 0, &g->param_bytes[i]);
     } else if (gs->has_params) {
@@ -342,7 +441,7 @@ int partd_node_end(partd_gstream *gs)
     }
     if ((op_code == PARTD_OP_PLACEHOLDER || op_code == PARTD_OP_GET_ATTR) &&
         d->n_in_names > d->in_name_off[i]) {
-        partd_pointer_member(ptr, gs->base, "inputs");
+        partd_node_pointer(gs, ptr, "inputs");
         partd_problem_add(r->pb, ptr, "a %s node reads no other node",
                           partd_op_name((partd_op)op_code));
     }
@@ -394,7 +493,9 @@ partd_js_action partd_node_member(partd_gstream *gs, const partd_scalar *v)
     default:
         break;
     }
-    partd_pointer_member(ptr, gs->base, member_names[m]);
+    if (member_fast(gs, m, v, i))
+        return d->r.oom ? PARTD_JS_NOMEM : PARTD_JS_SKIP;
+    partd_node_pointer(gs, ptr, member_names[m]);
     switch (m) {
     case M_TARGET: g->target[i] = partd_scalar_name(r, v, ptr); break;
     case M_MODULE: g->module[i] = partd_scalar_name(r, v, ptr); break;
@@ -428,7 +529,7 @@ partd_js_action partd_node_input(partd_gstream *gs, const partd_scalar *v)
             return PARTD_JS_NOMEM;
     } else {
         char ptr[PARTD_POINTER_CAP], p[PARTD_POINTER_CAP];
-        partd_pointer_member(ptr, gs->base, "inputs");
+        partd_node_pointer(gs, ptr, "inputs");
         partd_pointer_index(p, ptr, (size_t)k);
         id = partd_scalar_name(&d->r, v, p);
         if (d->r.oom)
