@@ -150,6 +150,26 @@ static int utf8_lead(partd_jscan *s, unsigned char c)
 }
 
 /* Offset of the first byte that is not UTF-8 in p[0, n), or n. */
+#define ONES UINT64_C(0x0101010101010101)
+#define LOW7 (ONES * 0x7f)
+
+/* 1 in each byte of w that equals c (of ONES * c), else 0: a zero byte of
+ * x = w ^ c is the one whose top bit stays clear in ((x & LOW7) + LOW7) | x. */
+static inline uint64_t bytes_equal(uint64_t w, uint64_t c)
+{
+    uint64_t x = w ^ c;
+    return ~(((x & LOW7) + LOW7) | x | LOW7) >> 7;
+}
+
+/* The sum of the eight bytes of v (each at most 255). */
+static size_t byte_sum(uint64_t v)
+{
+    v = (v & UINT64_C(0x00ff00ff00ff00ff)) + ((v >> 8) & UINT64_C(0x00ff00ff00ff00ff));
+    return (size_t)((v * UINT64_C(0x0001000100010001)) >> 48);
+}
+
+/* Offset of the first byte that is not UTF-8 in p[0, n), or n; counts the
+ * newlines and quotes on the way (for the position and the NUL rule). */
 static size_t scan_utf8(partd_jscan *s, const unsigned char *p, size_t n, char *what,
                         size_t cap)
 {
@@ -164,16 +184,31 @@ static size_t scan_utf8(partd_jscan *s, const unsigned char *p, size_t n, char *
             i++;
             continue;
         }
-        /* ASCII eight bytes at a time */
+        /* ASCII eight bytes at a time, the counts in bytes of lines/quotes
+         * (flushed before a byte can pass 255) */
+        uint64_t lines = 0, quotes = 0;
+        unsigned words = 0;
         while (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, p + i, 8);
-            if (w & UINT64_C(0x8080808080808080))
+            if (w & (ONES * 0x80))
                 break;
+            lines += bytes_equal(w, ONES * '\n');
+            quotes += bytes_equal(w, ONES * '"');
             i += 8;
+            if (++words == 255) {
+                s->lines += byte_sum(lines);
+                s->quotes += byte_sum(quotes);
+                lines = quotes = 0;
+                words = 0;
+            }
         }
-        while (i < n && p[i] < 0x80)
-            i++;
+        s->lines += byte_sum(lines);
+        s->quotes += byte_sum(quotes);
+        for (; i < n && p[i] < 0x80; i++) {
+            s->lines += p[i] == '\n';
+            s->quotes += p[i] == '"';
+        }
         if (i == n)
             break;
         if (!utf8_lead(s, p[i]))
@@ -191,7 +226,7 @@ bad:
 size_t partd_jscan_chunk(partd_jscan *s, const char *p, size_t n, char *what, size_t cap)
 {
     s->esc0 = s->esc;
-    s->escaped_quotes = 0;
+    s->escaped_quotes = s->lines = s->quotes = 0;
     const unsigned char *u = (const unsigned char *)p;
     char w2[256];
     size_t bad = scan_utf8(s, u, n, what, cap);
@@ -213,10 +248,10 @@ size_t partd_jscan_chunk(partd_jscan *s, const char *p, size_t n, char *what, si
     return bad;
 }
 
-void partd_jscan_done(partd_jscan *s, const char *p, size_t n, size_t quotes)
+void partd_jscan_done(partd_jscan *s, const char *p, size_t n)
 {
     /* every quote that is not escaped opens or closes a string */
-    s->in_string ^= (quotes - s->escaped_quotes) & 1;
+    s->in_string ^= (s->quotes - s->escaped_quotes) & 1;
     if (n)
         s->last = (unsigned char)p[n - 1];
 }

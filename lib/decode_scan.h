@@ -24,6 +24,7 @@ typedef struct partd_jscan {
     uint8_t in_string;         /* at the start of the chunk */
     unsigned char last;        /* the last byte of the previous chunk */
     size_t escaped_quotes;     /* \" in the current chunk */
+    size_t lines, quotes;      /* newlines and quotes in the current chunk */
 } partd_jscan;
 
 /* Offset of the first byte of p[0, n) that jansson refuses and yajl may
@@ -34,7 +35,8 @@ size_t partd_jscan_chunk(partd_jscan *s, const char *p, size_t n, char *what, si
  * token boundary. */
 int partd_jscan_skips_nul(const partd_jscan *s, const char *p, size_t x);
 
-/* The chunk p[0, n), which has `quotes` '"' bytes, was parsed. */
-void partd_jscan_done(partd_jscan *s, const char *p, size_t n, size_t quotes);
+/* The chunk p[0, n) was parsed (after partd_jscan_chunk found it good:
+ * lines and quotes count the whole chunk then). */
+void partd_jscan_done(partd_jscan *s, const char *p, size_t n);
 
 #endif

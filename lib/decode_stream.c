@@ -203,27 +203,9 @@ static void malformed_at(partd_jstream *s, const char *p, size_t at, const char 
 }
 
 /* The chunk p[0, n) was parsed: line, and whether a string is open. */
-/* Bytes equal to c in p[0, n), eight at a time: a zero byte of x = w ^ c
- * sets the top bit of its byte in ~(((x & 0x7f..) + 0x7f..) | x). */
-static size_t count_byte(const char *p, size_t n, unsigned char c)
-{
-    const uint64_t ones = UINT64_C(0x0101010101010101), low7 = ones * 0x7f;
-    size_t count = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        uint64_t x = w ^ (ones * c);
-        uint64_t zero = ~(((x & low7) + low7) | x | low7) >> 7; /* 1 per such byte */
-        count += (size_t)((zero * ones) >> 56);
-    }
-    for (; i < n; i++)
-        count += (unsigned char)p[i] == c;
-    return count;
-}
-
 static void advance(partd_jstream *s, const char *p, size_t n)
 {
-    size_t lines = count_byte(p, n, '\n'), quotes = count_byte(p, n, '"');
+    size_t lines = s->scan.lines;
     if (lines) {
         s->line += lines;
         size_t last = n;
@@ -231,7 +213,7 @@ static void advance(partd_jstream *s, const char *p, size_t n)
             ;
         s->line_start = s->offset + last + 1;
     }
-    partd_jscan_done(&s->scan, p, n, quotes);
+    partd_jscan_done(&s->scan, p, n);
     s->offset += n;
 }
 
