@@ -4,6 +4,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "partd.h"
 
 static void u32s(FILE *f, const char *what, const uint32_t *a, size_t n)
 {
@@ -100,6 +103,17 @@ char *tu_request_dump(const partd_request *r)
 
 char *tu_decode_outcome(int rc, const partd_request *r, const partd_problem *pb)
 {
+    if (rc == PARTD_EMALFORMED) {
+        /* what is wrong, without where: see request_dump.h */
+        const char *d = pb->detail ? pb->detail : "";
+        const char *at = strstr(d, " (line ");
+        int n = at ? (int)(at - d) : (int)strlen(d);
+        size_t cap = (size_t)n + 64;
+        char *out = malloc(cap);
+        if (out)
+            snprintf(out, cap, "rc %d\n%d %.*s", rc, pb->status, n, d);
+        return out;
+    }
     char *body = rc == 0 && r ? tu_request_dump(r) : partd_problem_to_json(pb, NULL);
     if (!body)
         return NULL;

@@ -14,7 +14,10 @@
 
 char *tu_request_dump(const partd_request *r);
 
-/* rc, and the problem document (or the request's dump when rc is 0). */
+/* rc, and the problem document (or the request's dump when rc is 0).
+ * For malformed JSON (400) the status and what is wrong, not where: yajl
+ * reports a syntax error where it stopped, which for a token cut between
+ * two chunks depends on the cut. */
 char *tu_decode_outcome(int rc, const partd_request *r, const partd_problem *pb);
 
 #endif
