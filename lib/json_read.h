@@ -1,9 +1,11 @@
 /*
  * json_read.h - typed reading of request members, with errors by JSON Pointer.
  *
- * The request decoder (decode.c) and the graph.modules decoder (modules.c)
- * read their parsed jansson trees through these helpers, so that both check
- * members the same way and word their errors the same way. The unit owns:
+ * The request decoder (decode_*.c) and the graph.modules decoder
+ * (modules.c) read their small jansson trees through these helpers, and the
+ * nodes, streamed without a tree, through the partd_scalar_* getters under
+ * them, so that every part checks members the same way and words its errors
+ * the same way. The unit owns:
  *   - building the JSON Pointer of a child member or index (no printf: the
  *     decoder builds one for every member of every node);
  *   - rejecting members outside an allowed list (`meta` optionally allowed);
