@@ -3,10 +3,11 @@
  * public interface; see decode.h for that).
  *
  * The decoder is split by request part over one reading layer
- * (decode_stream.h):
+ * (decode_stream.h, with decode_scan.h and decode_keys.h):
  *   decode_request.c  the root object, limits, the error order, the API;
- *   decode_graph.c    graph and graph.nodes, straight from parser events
- *                     into the tables of model.h (names interned once);
+ *   decode_graph.c    the graph object, and decode_node.c its nodes,
+ *                     straight from parser events into the tables of
+ *                     model.h (names interned once);
  *   decode_link.c     references, cycles, topological order and CSR;
  *   decode_devices.c  devices (a small jansson tree built from the events),
  *                     and the name-list helper the options share;

@@ -4,8 +4,8 @@
  * Each chunk is pre-scanned first (decode_scan.h) for what yajl would let
  * through; yajl then parses the chunk up to the first such byte, so that a
  * syntax error before it is the one reported, as jansson would. Frames
- * follow the open containers: their keys (for the duplicate check) live in
- * one arena, released when the container ends.
+ * follow the open containers; the keys of the open objects, for the
+ * duplicate check, are kept by decode_keys.h.
  */
 #include "decode_stream.h"
 
@@ -19,11 +19,11 @@
 
 #include <yajl/yajl_parse.h>
 
+#include "decode_keys.h"
 #include "decode_scan.h"
 #include "partd.h"
 
 #define MAX_YAJL_BLOCKS 32  /* yajl holds about 7 blocks at a time */
-#define SMALL_OBJECT 16     /* keys compared one by one up to this many */
 #define ERROR_CAP 256
 
 typedef enum mode { MODE_DELIVER, MODE_SKIP, MODE_BUILD } mode;
@@ -32,11 +32,7 @@ typedef struct frame {
     uint8_t is_object;
     uint8_t mode;
     uint8_t build_root;  /* the outermost container of a built value */
-    uint32_t n_keys;
-    size_t key_start;    /* arena offset of its first key */
-    size_t last_key;     /* arena offset of its last key's bytes */
-    uint32_t *set;       /* hash set of key offsets (+1), once large */
-    uint32_t set_cap;
+    partd_keyset keys;   /* of an object */
     json_t *json;        /* MODE_BUILD: the container being built */
 } frame;
 
@@ -58,8 +54,7 @@ struct partd_jstream {
     /* containers */
     frame *frames;
     uint32_t depth;
-    char *arena;
-    size_t arena_used, arena_cap;
+    partd_keys keys;     /* of the open objects */
     char num[64];
 };
 
@@ -217,121 +212,6 @@ static void advance(partd_jstream *s, const char *p, size_t n)
     s->offset += n;
 }
 
-/* ---- frames and keys --------------------------------------------------------- */
-
-static uint32_t hash_bytes(const char *k, size_t len)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)k[i]) * 16777619u;
-    return h;
-}
-
-/* Arena entry: uint32 length, the bytes, a NUL. */
-static const char *arena_key(const partd_jstream *s, size_t off, uint32_t *len)
-{
-    memcpy(len, s->arena + off, sizeof *len);
-    return s->arena + off + sizeof *len;
-}
-
-static int set_insert(partd_jstream *s, frame *f, size_t off)
-{
-    if ((f->n_keys + 1) * 2 > f->set_cap) {
-        uint32_t cap = f->set_cap ? f->set_cap * 2 : 64;
-        uint32_t *set = calloc(cap, sizeof *set);
-        if (!set)
-            return -1;
-        for (uint32_t i = 0; i < f->set_cap; i++)
-            if (f->set[i]) {
-                uint32_t len;
-                const char *k = arena_key(s, f->set[i] - 1, &len);
-                uint32_t j = hash_bytes(k, len) & (cap - 1);
-                while (set[j])
-                    j = (j + 1) & (cap - 1);
-                set[j] = f->set[i];
-            }
-        free(f->set);
-        f->set = set;
-        f->set_cap = cap;
-    }
-    uint32_t len;
-    const char *k = arena_key(s, off, &len);
-    uint32_t j = hash_bytes(k, len) & (f->set_cap - 1);
-    while (f->set[j])
-        j = (j + 1) & (f->set_cap - 1);
-    f->set[j] = (uint32_t)off + 1;
-    return 0;
-}
-
-/* 1 when the open object already has the key. */
-static int has_key(const partd_jstream *s, const frame *f, const char *k, size_t len)
-{
-    if (f->set) {
-        uint32_t j = hash_bytes(k, len) & (f->set_cap - 1);
-        for (; f->set[j]; j = (j + 1) & (f->set_cap - 1)) {
-            uint32_t l;
-            const char *o = arena_key(s, f->set[j] - 1, &l);
-            if (l == len && memcmp(o, k, len) == 0)
-                return 1;
-        }
-        return 0;
-    }
-    size_t off = f->key_start;
-    for (uint32_t i = 0; i < f->n_keys; i++) {
-        uint32_t l;
-        const char *o = arena_key(s, off, &l);
-        if (l == len && memcmp(o, k, len) == 0)
-            return 1;
-        off += sizeof l + l + 1;
-    }
-    return 0;
-}
-
-/* Stores the key of the open object; -1 when memory ran out. */
-static int add_key(partd_jstream *s, frame *f, const char *k, size_t len)
-{
-    size_t need = sizeof(uint32_t) + len + 1;
-    if (len > UINT32_MAX || s->arena_used + need > UINT32_MAX - 1)
-        return -1;
-    if (s->arena_used + need > s->arena_cap) {
-        size_t cap = s->arena_cap ? s->arena_cap : 4096;
-        while (cap < s->arena_used + need)
-            cap *= 2;
-        char *a = realloc(s->arena, cap);
-        if (!a)
-            return -1;
-        s->arena = a;
-        s->arena_cap = cap;
-    }
-    size_t off = s->arena_used;
-    uint32_t l = (uint32_t)len;
-    memcpy(s->arena + off, &l, sizeof l);
-    memcpy(s->arena + off + sizeof l, k, len);
-    s->arena[off + sizeof l + len] = '\0';
-    s->arena_used += need;
-    f->last_key = off + sizeof l;
-    f->n_keys++;
-    if (f->n_keys == SMALL_OBJECT + 1) {
-        size_t o = f->key_start;
-        uint32_t total = f->n_keys;
-        for (uint32_t i = 0; i < total; i++) {
-            uint32_t kl;
-            memcpy(&kl, s->arena + o, sizeof kl);
-            f->n_keys = i; /* set_insert sizes by the keys so far */
-            if (set_insert(s, f, o) != 0)
-                return -1;
-            o += sizeof kl + kl + 1;
-        }
-        f->n_keys = total;
-    } else if (f->set) {
-        f->n_keys--;
-        int rc = set_insert(s, f, off);
-        f->n_keys++;
-        return rc;
-    }
-    return 0;
-}
-
 static frame *top(partd_jstream *s)
 {
     return s->depth ? &s->frames[s->depth - 1] : NULL;
@@ -343,7 +223,8 @@ static int attach(partd_jstream *s, frame *parent, json_t *v)
     if (!v)
         return -1;
     if (parent->is_object)
-        return json_object_set_new_nocheck(parent->json, s->arena + parent->last_key, v);
+        return json_object_set_new_nocheck(parent->json,
+                                           partd_keyset_last(&s->keys, &parent->keys), v);
     return json_array_append_new(parent->json, v);
 }
 
@@ -397,8 +278,8 @@ static int value_start(partd_jstream *s, const partd_scalar *v)
     if (!container)
         return 1;
     frame *f = &s->frames[s->depth++];
-    *f = (frame){.is_object = v->type == JSON_OBJECT, .mode = (uint8_t)m,
-                 .key_start = s->arena_used, .json = built};
+    *f = (frame){.is_object = v->type == JSON_OBJECT, .mode = (uint8_t)m, .json = built};
+    partd_keyset_open(&s->keys, &f->keys);
     f->build_root = m == MODE_BUILD && (!parent || parent->mode != MODE_BUILD);
     return 1;
 }
@@ -407,9 +288,7 @@ static int container_end(partd_jstream *s)
 {
     frame *f = top(s);
     s->depth--;
-    s->arena_used = f->key_start;
-    free(f->set);
-    f->set = NULL;
+    partd_keyset_close(&s->keys, &f->keys);
     if (f->mode == MODE_DELIVER && s->h->end(s->ctx) != 0)
         return fail(s, PARTD_ENOMEM);
     if (f->build_root && s->h->built(s->ctx, f->json) != 0)
@@ -497,14 +376,14 @@ static int on_key(void *ctx, const unsigned char *k, size_t len)
     partd_jstream *s = ctx;
     frame *f = top(s);
     const char *key = (const char *)k;
-    if (has_key(s, f, key, len)) {
+    if (partd_keyset_has(&s->keys, &f->keys, key, len)) {
         snprintf(s->error, sizeof s->error, "duplicate object key \"%.*s\"",
                  (int)(len < 64 ? len : 64), key);
         return fail(s, PARTD_EMALFORMED);
     }
-    if (add_key(s, f, key, len) != 0)
+    if (partd_keyset_add(&s->keys, &f->keys, key, len) != 0)
         return fail(s, PARTD_ENOMEM);
-    if (f->mode == MODE_DELIVER && s->h->key(s->ctx, s->arena + f->last_key, len) != 0)
+    if (f->mode == MODE_DELIVER && s->h->key(s->ctx, partd_keyset_last(&s->keys, &f->keys), len) != 0)
         return fail(s, PARTD_ENOMEM);
     return 1;
 }
@@ -556,12 +435,12 @@ void partd_jstream_free(partd_jstream *s)
     if (s->yajl)
         yajl_free(s->yajl);
     for (uint32_t i = 0; i < s->depth; i++) {
-        free(s->frames[i].set);
+        free(s->frames[i].keys.set);
         if (s->frames[i].build_root)
             json_decref(s->frames[i].json);
     }
     free(s->frames);
-    free(s->arena);
+    partd_keys_free(&s->keys);
     free(s);
 }
 
