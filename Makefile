@@ -15,7 +15,7 @@ DESTDIR ?=
 PYTHON  ?= /usr/bin/python3
 CC      ?= cc
 
-PKGS := jansson libmicrohttpd libuv sqlite3 libpq libcrypto libsystemd cbc zlib libzstd
+PKGS := jansson yajl libmicrohttpd libuv sqlite3 libpq libcrypto libsystemd cbc zlib libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
@@ -60,7 +60,7 @@ GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # exporter and parity tests, zstd to decode answers), fuzzing (clang), HTTP
 # benchmarks (wrk), the console's browser tests (chromium, chromium-driver).
 DEB_PACKAGES := build-essential pkg-config git ca-certificates \
-	libjansson-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev \
+	libjansson-dev libyajl-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev \
 	libsystemd-dev libpq-dev postgresql coinor-libcbc-dev zlib1g-dev libzstd-dev libcmocka-dev libcurl4-openssl-dev \
 	python3 python3-pytest python3-jsonschema python3-yaml python3-torch python3-torchvision \
 	clang libclang-rt-14-dev wrk systemd zstd librsvg2-bin chromium chromium-driver
@@ -198,7 +198,7 @@ FUZZ_BUILD    ?= build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_DRIVERS  := request modules http
 FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_SUPPORT  := tests/fuzz/targets.c tests/fuzz/http_harness.c
+FUZZ_SUPPORT  := tests/fuzz/targets.c tests/fuzz/http_harness.c tests/support/request_dump.c
 FUZZ_OPTS_request := -max_len=65536
 FUZZ_OPTS_modules := -max_len=32768
 # The daemon logs a line per request on stderr: -close_fd_mask=2 silences it,

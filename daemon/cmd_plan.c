@@ -94,13 +94,42 @@ static int write_result(const partd_request *req, const partd_plan *plan, const 
     return rc;
 }
 
-static int plan_buffer(const char *body, size_t len, const char *out_path)
+/* Decodes the request from `in` in chunks of READ_CHUNK bytes: the body is
+ * never held whole. PARTD_EIO (errno set) when reading fails. */
+#define READ_CHUNK (1u << 20)
+
+static int decode_file(FILE *in, partd_request **req, partd_problem *pb)
+{
+    partd_decoder *dec = partd_decoder_new(NULL, pb);
+    char *buf = malloc(READ_CHUNK);
+    int rc = dec && buf ? PARTD_OK : PARTD_ENOMEM;
+    if (rc == PARTD_ENOMEM)
+        partd_problem_set(pb, 503, "out-of-memory", "Out of memory",
+                          "the server ran out of memory parsing the request");
+    size_t n;
+    while (rc == PARTD_OK && (n = fread(buf, 1, READ_CHUNK, in)) > 0)
+        rc = partd_decoder_feed(dec, buf, n);
+    if (rc == PARTD_OK && ferror(in))
+        rc = PARTD_EIO;
+    if (rc == PARTD_OK)
+        rc = partd_decoder_finish(dec, req);
+    free(buf);
+    partd_decoder_free(dec);
+    return rc;
+}
+
+static int plan_file(FILE *in, const char *in_name, const char *out_path)
 {
     partd_problem pb;
     partd_problem_init(&pb);
     partd_request *req = NULL;
     partd_plan *plan = NULL;
-    int rc = partd_request_decode(body, len, NULL, &req, &pb);
+    int rc = decode_file(in, &req, &pb);
+    if (rc == PARTD_EIO) {
+        fprintf(stderr, "partd plan: cannot read %s: %s\n", in_name, strerror(errno));
+        partd_problem_free(&pb);
+        return EXIT_FAILURE_OTHER;
+    }
     if (rc == PARTD_OK)
         rc = partd_plan_run(req, NULL, &plan, &pb);
     if (rc == PARTD_OK)
@@ -138,15 +167,15 @@ int partd_cmd_plan(int argc, char **argv)
             return usage(stderr);
         }
     }
-    char *body;
-    size_t len;
-    if (partd_read_file(in, SIZE_MAX, &body, &len) != PARTD_OK) {
-        fprintf(stderr, "partd plan: cannot read %s: %s\n",
-                strcmp(in, "-") == 0 ? "standard input" : in, strerror(errno));
+    const char *in_name = strcmp(in, "-") == 0 ? "standard input" : in;
+    FILE *f = strcmp(in, "-") == 0 ? stdin : fopen(in, "rb");
+    if (!f) {
+        fprintf(stderr, "partd plan: cannot read %s: %s\n", in_name, strerror(errno));
         return EXIT_FAILURE_OTHER;
     }
-    int code = plan_buffer(body, len, out);
-    free(body);
+    int code = plan_file(f, in_name, out);
+    if (f != stdin)
+        fclose(f);
     return code;
 }
 

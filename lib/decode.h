@@ -1,10 +1,14 @@
 /*
  * decode.h - request JSON -> partd_request, with every contract rule checked.
  *
- * The body is parsed by jansson with JSON_REJECT_DUPLICATES, converted into
- * the arrays of model.h, validated (types, ranges, references, cycles,
- * unknown members outside `meta`), topologically ordered, and hashed
- * (graph_hash, cache_key). The JSON tree is freed before returning.
+ * The body is parsed as a stream (decode_stream.h: yajl, with jansson's
+ * syntax rules: duplicate keys and nesting beyond 2048 are malformed), fed
+ * in chunks of any size as it arrives. graph.nodes goes straight into the
+ * arrays of model.h without a tree; the small parts (devices, options,
+ * graph.modules) become small jansson trees. Everything is validated
+ * (types, ranges, references, cycles, unknown members outside `meta`),
+ * topologically ordered, and hashed (graph_hash, cache_key). Errors come
+ * out in the same order whatever the order of the members in the body.
  *
  * Errors:
  *   PARTD_EMALFORMED  not JSON (problem status 400, position in the detail)
@@ -29,20 +33,26 @@ typedef struct partd_decode_limits {
     uint64_t max_model_bytes;  /* estimated decoded size; 0 = no limit */
 } partd_decode_limits;
 
+/* A decoder for one body. NULL on ENOMEM. `problem` (borrowed) is filled
+ * by feed and finish; `limits` (copied) may be NULL. */
+typedef struct partd_decoder partd_decoder;
+partd_decoder *partd_decoder_new(const partd_decode_limits *limits, partd_problem *problem);
+
+/* Feeds the next bytes of the body. PARTD_OK to go on; PARTD_EMALFORMED
+ * (400 problem filled) or PARTD_ENOMEM (503) as soon as the body is known
+ * to be rejected; after a failure further feeds return the same code and
+ * do nothing. */
+int partd_decoder_feed(partd_decoder *d, const char *chunk, size_t len);
+
+/* The end of the body: returns what partd_request_decode returns for the
+ * whole body (below). */
+int partd_decoder_finish(partd_decoder *d, partd_request **out);
+void partd_decoder_free(partd_decoder *d);
+
+/* The whole body at once: new + feed + finish. */
 int partd_request_decode(const char *body, size_t len,
                          const partd_decode_limits *limits, /* NULL = none */
                          partd_request **out, partd_problem *problem);
-
-/* The same, a piece at a time. partd_decoder_new returns NULL on ENOMEM;
- * problem is filled by feed and finish. feed returns PARTD_OK to go on, or
- * PARTD_EMALFORMED / PARTD_ENOMEM as soon as the body is known to be
- * refused (then every later feed returns the same and does nothing);
- * finish returns what partd_request_decode returns. */
-typedef struct partd_decoder partd_decoder;
-partd_decoder *partd_decoder_new(const partd_decode_limits *limits, partd_problem *problem);
-int partd_decoder_feed(partd_decoder *d, const char *chunk, size_t len);
-int partd_decoder_finish(partd_decoder *d, partd_request **out);
-void partd_decoder_free(partd_decoder *d);
 
 /* Estimated bytes of the decoded model (for --max-model-bytes). */
 uint64_t partd_request_model_bytes(const partd_request *req);

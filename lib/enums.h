@@ -2,7 +2,7 @@
  * enums.h - every named enumeration of the request and the result: the C
  * values and their wire names, from one list per enum.
  *
- * The decoder (decode.c) parses names with these tables, the cache key
+ * The decoder (decode_node.c, decode_options.c) parses names with these tables, the cache key
  * (hash.c) and the result (result.c, sac.c) print names from them, so the
  * names a request is decoded from can never drift from the names its cache
  * key is computed over or its result reports.

@@ -152,18 +152,17 @@ static void w_real(digest_writer *w, double x)
         int64_t digits = (int64_t)y;
         if ((double)digits / pow10[k] != ax)
             continue;
-        char tmp[40];
-        int n = snprintf(tmp, sizeof tmp, "%s%lld.", x < 0 ? "-" : "",
-                         (long long)(digits / (int64_t)pow10[k]));
+        /* "[-]<int>.<k digits, or 0>", without printf (per node) */
+        if (x < 0)
+            w_raw(w, "-", 1);
+        w_int(w, digits / (int64_t)pow10[k]);
         int64_t frac = digits % (int64_t)pow10[k];
         char f[12] = "0";
-        if (k) {
+        if (k)
             for (int i = k - 1; i >= 0; i--, frac /= 10)
                 f[i] = (char)('0' + frac % 10);
-            f[k] = '\0';
-        }
-        snprintf(tmp + n, sizeof tmp - (size_t)n, "%s", f);
-        w_lit(w, tmp);
+        w_raw(w, ".", 1);
+        w_raw(w, f, k ? (size_t)k : 1);
         return;
     }
     char tmp[40];

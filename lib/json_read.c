@@ -14,9 +14,9 @@
 
 #include "partd.h"
 
-const char *partd_json_type_name(const json_t *v)
+const char *partd_json_type_word(json_type type)
 {
-    switch (json_typeof(v)) {
+    switch (type) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
     case JSON_STRING: return "a string";
@@ -27,6 +27,25 @@ const char *partd_json_type_name(const json_t *v)
     case JSON_NULL: return "null";
     }
     return "a value";
+}
+
+const char *partd_json_type_name(const json_t *v)
+{
+    return partd_json_type_word(json_typeof(v));
+}
+
+void partd_scalar_of(const json_t *v, partd_scalar *out)
+{
+    memset(out, 0, sizeof *out);
+    out->type = json_typeof(v);
+    if (out->type == JSON_STRING) {
+        out->s = json_string_value(v);
+        out->len = json_string_length(v);
+    } else if (out->type == JSON_INTEGER) {
+        out->i = json_integer_value(v);
+    } else if (out->type == JSON_REAL) {
+        out->d = json_real_value(v);
+    }
 }
 
 void partd_read_reject_unknown(partd_reader *r, json_t *obj, const char *base,
@@ -59,13 +78,20 @@ json_t *partd_read_required(partd_reader *r, json_t *obj, const char *base,
     return v;
 }
 
+int partd_scalar_expect(partd_reader *r, const partd_scalar *v, const char *ptr, json_type type,
+                        const char *what)
+{
+    if (v->type == type)
+        return PARTD_OK;
+    partd_problem_add(r->pb, ptr, "must be %s, not %s", what, partd_json_type_word(v->type));
+    return PARTD_EINVALID;
+}
+
 static int expect_type(partd_reader *r, json_t *v, const char *ptr, json_type type,
                        const char *what)
 {
-    if (json_typeof(v) == type)
-        return PARTD_OK;
-    partd_problem_add(r->pb, ptr, "must be %s, not %s", what, partd_json_type_name(v));
-    return PARTD_EINVALID;
+    partd_scalar sv = {.type = json_typeof(v)};
+    return partd_scalar_expect(r, &sv, ptr, type, what);
 }
 
 int partd_read_object(partd_reader *r, json_t *v, const char *ptr, const char *what)
@@ -78,18 +104,24 @@ int partd_read_array(partd_reader *r, json_t *v, const char *ptr, const char *wh
     return expect_type(r, v, ptr, JSON_ARRAY, what ? what : "an array");
 }
 
-const char *partd_read_string(partd_reader *r, json_t *v, const char *ptr)
+const char *partd_scalar_string(partd_reader *r, const partd_scalar *v, const char *ptr)
 {
-    return expect_type(r, v, ptr, JSON_STRING, "a string") == 0 ? json_string_value(v)
-                                                                 : NULL;
+    return partd_scalar_expect(r, v, ptr, JSON_STRING, "a string") == 0 ? v->s : NULL;
 }
 
-uint32_t partd_read_name(partd_reader *r, json_t *v, const char *ptr)
+const char *partd_read_string(partd_reader *r, json_t *v, const char *ptr)
 {
-    const char *s = partd_read_string(r, v, ptr);
+    partd_scalar sv;
+    partd_scalar_of(v, &sv);
+    return partd_scalar_string(r, &sv, ptr);
+}
+
+uint32_t partd_scalar_name(partd_reader *r, const partd_scalar *v, const char *ptr)
+{
+    const char *s = partd_scalar_string(r, v, ptr);
     if (!s)
         return PARTD_STR_NONE;
-    size_t len = json_string_length(v);
+    size_t len = v->len;
     if (len == 0) {
         partd_problem_add(r->pb, ptr, "must not be empty");
         return PARTD_STR_NONE;
@@ -110,6 +142,13 @@ uint32_t partd_read_name(partd_reader *r, json_t *v, const char *ptr)
         partd_problem_add(r->pb, ptr, "out of memory while storing the name");
     }
     return id;
+}
+
+uint32_t partd_read_name(partd_reader *r, json_t *v, const char *ptr)
+{
+    partd_scalar sv;
+    partd_scalar_of(v, &sv);
+    return partd_scalar_name(r, &sv, ptr);
 }
 
 /* x in the fewest of 15 or 17 significant digits that read back as x:
@@ -146,89 +185,112 @@ static int check_int_range(partd_reader *r, int64_t x, const char *ptr, int64_t 
     return PARTD_OK;
 }
 
-int partd_json_integral(const json_t *v, int64_t *out)
+int partd_scalar_integral(const partd_scalar *v, int64_t *out)
 {
-    if (json_is_integer(v)) {
-        *out = json_integer_value(v);
+    if (v->type == JSON_INTEGER) {
+        *out = v->i;
         return 1;
     }
-    if (!json_is_real(v))
+    if (v->type != JSON_REAL)
         return 0;
     /* 4096.0 and 4.096e3 are the integer 4096; the bounds keep the cast
      * defined (every caller's range lies well inside them). */
-    double x = json_real_value(v);
+    double x = v->d;
     if (!(x == floor(x)) || !(x >= -0x1p62 && x <= 0x1p62))
         return 0;
     *out = (int64_t)x;
     return 1;
 }
 
-/* For a v that partd_json_integral refused: 1 (reported) when it is a real
- * without a fraction, i.e. an integer too large to hold: out of range rather
- * than "not an integer". */
-static int huge_integral(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+int partd_json_integral(const json_t *v, int64_t *out)
+{
+    partd_scalar sv;
+    partd_scalar_of(v, &sv);
+    return partd_scalar_integral(&sv, out);
+}
+
+/* For a v that partd_scalar_integral refused: 1 (reported) when it is a
+ * real without a fraction, i.e. an integer too large to hold: out of range
+ * rather than "not an integer". */
+static int huge_integral(partd_reader *r, const partd_scalar *v, const char *ptr, int64_t min,
                          int64_t max)
 {
-    if (!json_is_real(v) || floor(json_real_value(v)) != json_real_value(v))
+    if (v->type != JSON_REAL || floor(v->d) != v->d)
         return 0;
     char lo[24], hi[24], num[32];
     bound_text(lo, sizeof lo, min);
     bound_text(hi, sizeof hi, max);
     partd_problem_add(r->pb, ptr, "must be between %s and %s, not %s", lo, hi,
-                      number_text(num, sizeof num, json_real_value(v)));
+                      number_text(num, sizeof num, v->d));
     return 1;
 }
 
-int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
-                     int64_t *out)
+int partd_scalar_bytes(partd_reader *r, const partd_scalar *v, const char *ptr, int64_t min,
+                       int64_t *out)
 {
     int64_t x;
     char num[32];
-    if (!partd_json_integral(v, &x)) {
+    if (!partd_scalar_integral(v, &x)) {
         if (huge_integral(r, v, ptr, min, PARTD_MAX_BYTES))
             return PARTD_EINVALID;
         /* A fraction is most likely a computed size that lost its integer
          * type: show the value. */
-        if (json_is_real(v))
+        if (v->type == JSON_REAL)
             partd_problem_add(r->pb, ptr,
                               "must be an integer number of bytes, not %s; an integer "
                               "is needed",
-                              number_text(num, sizeof num, json_real_value(v)));
+                              number_text(num, sizeof num, v->d));
         else
             partd_problem_add(r->pb, ptr, "must be an integer number of bytes, not %s",
-                              partd_json_type_name(v));
+                              partd_json_type_word(v->type));
         return PARTD_EINVALID;
     }
     return check_int_range(r, x, ptr, min, PARTD_MAX_BYTES, out);
 }
 
-int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
-                   int64_t max, int64_t *out)
+int partd_read_bytes(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                     int64_t *out)
+{
+    partd_scalar sv;
+    partd_scalar_of(v, &sv);
+    return partd_scalar_bytes(r, &sv, ptr, min, out);
+}
+
+int partd_scalar_int(partd_reader *r, const partd_scalar *v, const char *ptr, int64_t min,
+                     int64_t max, int64_t *out)
 {
     int64_t x;
     char num[32];
-    if (!partd_json_integral(v, &x)) {
+    if (!partd_scalar_integral(v, &x)) {
         if (huge_integral(r, v, ptr, min, max))
             return PARTD_EINVALID;
-        if (json_is_real(v))
+        if (v->type == JSON_REAL)
             partd_problem_add(r->pb, ptr, "must be an integer, not %s; an integer is needed",
-                              number_text(num, sizeof num, json_real_value(v)));
+                              number_text(num, sizeof num, v->d));
         else
             partd_problem_add(r->pb, ptr, "must be an integer, not %s",
-                              partd_json_type_name(v));
+                              partd_json_type_word(v->type));
         return PARTD_EINVALID;
     }
     return check_int_range(r, x, ptr, min, max, out);
 }
 
-int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
-                      int min_exclusive, double max, double *out)
+int partd_read_int(partd_reader *r, json_t *v, const char *ptr, int64_t min,
+                   int64_t max, int64_t *out)
 {
-    if (!json_is_number(v)) {
-        partd_problem_add(r->pb, ptr, "must be a number, not %s", partd_json_type_name(v));
+    partd_scalar sv;
+    partd_scalar_of(v, &sv);
+    return partd_scalar_int(r, &sv, ptr, min, max, out);
+}
+
+int partd_scalar_number(partd_reader *r, const partd_scalar *v, const char *ptr, double min,
+                        int min_exclusive, double max, double *out)
+{
+    if (v->type != JSON_INTEGER && v->type != JSON_REAL) {
+        partd_problem_add(r->pb, ptr, "must be a number, not %s", partd_json_type_word(v->type));
         return PARTD_EINVALID;
     }
-    double x = json_number_value(v);
+    double x = v->type == JSON_INTEGER ? (double)v->i : v->d;
     if (!isfinite(x)) {
         partd_problem_add(r->pb, ptr, "must be a finite number");
         return PARTD_EINVALID;
@@ -245,6 +307,14 @@ int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
     return PARTD_OK;
 }
 
+int partd_read_number(partd_reader *r, json_t *v, const char *ptr, double min,
+                      int min_exclusive, double max, double *out)
+{
+    partd_scalar sv;
+    partd_scalar_of(v, &sv);
+    return partd_scalar_number(r, &sv, ptr, min, min_exclusive, max, out);
+}
+
 int partd_read_bool(partd_reader *r, json_t *v, const char *ptr, int *out)
 {
     if (!json_is_boolean(v)) {
@@ -255,10 +325,10 @@ int partd_read_bool(partd_reader *r, json_t *v, const char *ptr, int *out)
     return PARTD_OK;
 }
 
-int partd_read_enum(partd_reader *r, json_t *v, const char *ptr,
-                    const char *const *names, int *out)
+int partd_scalar_enum(partd_reader *r, const partd_scalar *v, const char *ptr,
+                      const char *const *names, int *out)
 {
-    const char *s = partd_read_string(r, v, ptr);
+    const char *s = partd_scalar_string(r, v, ptr);
     if (!s)
         return PARTD_EINVALID;
     for (int i = 0; names[i]; i++)
@@ -273,4 +343,12 @@ int partd_read_enum(partd_reader *r, json_t *v, const char *ptr,
     }
     partd_problem_add(r->pb, ptr, "must be one of %s, not \"%.64s\"", list, s);
     return PARTD_EINVALID;
+}
+
+int partd_read_enum(partd_reader *r, json_t *v, const char *ptr,
+                    const char *const *names, int *out)
+{
+    partd_scalar sv;
+    partd_scalar_of(v, &sv);
+    return partd_scalar_enum(r, &sv, ptr, names, out);
 }

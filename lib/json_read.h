@@ -1,9 +1,11 @@
 /*
  * json_read.h - typed reading of request members, with errors by JSON Pointer.
  *
- * The request decoder (decode.c) and the graph.modules decoder (modules.c)
- * read their parsed jansson trees through these helpers, so that both check
- * members the same way and word their errors the same way. The unit owns:
+ * The request decoder (decode_*.c) and the graph.modules decoder
+ * (modules.c) read their small jansson trees through these helpers, and the
+ * nodes, streamed without a tree, through the partd_scalar_* getters under
+ * them, so that every part checks members the same way and words its errors
+ * the same way. The unit owns:
  *   - building the JSON Pointer of a child member or index (no printf: the
  *     decoder builds one for every member of every node);
  *   - rejecting members outside an allowed list (`meta` optionally allowed);
@@ -72,6 +74,38 @@ static inline void partd_pointer_index(char *out, const char *base, size_t i)
 /* "an object", "an array", "a string", "an integer", "a number",
  * "a boolean", "null". */
 const char *partd_json_type_name(const json_t *v);
+const char *partd_json_type_word(json_type type);
+
+/* One JSON value as the getters see it, without a json_t: the streaming
+ * decoder (decode_stream.h) reads node members from parser events and
+ * words their errors through the partd_scalar_* getters below, which the
+ * json_t getters call too, so both paths say exactly the same thing. For an
+ * object or array only `type` is set (the getters never look inside). */
+typedef struct partd_scalar {
+    json_type type;
+    const char *s;  /* JSON_STRING: the bytes, NUL-terminated */
+    size_t len;     /* JSON_STRING: their number */
+    json_int_t i;   /* JSON_INTEGER */
+    double d;       /* JSON_REAL */
+} partd_scalar;
+
+/* The scalar view of v (strings borrowed from v). */
+void partd_scalar_of(const json_t *v, partd_scalar *out);
+
+const char *partd_scalar_string(partd_reader *r, const partd_scalar *v, const char *ptr);
+uint32_t partd_scalar_name(partd_reader *r, const partd_scalar *v, const char *ptr);
+int partd_scalar_integral(const partd_scalar *v, int64_t *out);
+int partd_scalar_bytes(partd_reader *r, const partd_scalar *v, const char *ptr, int64_t min,
+                       int64_t *out);
+int partd_scalar_int(partd_reader *r, const partd_scalar *v, const char *ptr, int64_t min,
+                     int64_t max, int64_t *out);
+int partd_scalar_number(partd_reader *r, const partd_scalar *v, const char *ptr, double min,
+                        int min_exclusive, double max, double *out);
+int partd_scalar_enum(partd_reader *r, const partd_scalar *v, const char *ptr,
+                      const char *const *names, int *out);
+/* PARTD_OK when v has the type, else "must be <what>, not <type>". */
+int partd_scalar_expect(partd_reader *r, const partd_scalar *v, const char *ptr, json_type type,
+                        const char *what);
 
 /* Reports "unknown member" for each member of obj (at base) not in
  * `allowed` (NULL-terminated). With allow_meta, a member `meta` is allowed

@@ -32,10 +32,10 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
 }
 
 /* Every byte figure of a partition is a sum of distinct nodes' bytes, at
- * most 2^53 by decoding's bound on the graph's total (decode.c). The
+ * most 2^53 by decoding's bound on the graph's total (decode_link.c). The
  * summary's transfer_bytes adds the partitions' received bytes, which count
  * in their memory, which fits their devices, whose memory adds up to at most
- * 2^53 (decode.c again): so it fits too. Checked anyway, because a figure
+ * 2^53 (decode_link.c again): so it fits too. Checked anyway, because a figure
  * over 2^53 (or a saturated sum) must never reach a result: that would be a
  * planner bug, reported as one. */
 static int check_totals(const partd_plan *plan, partd_problem *problem)

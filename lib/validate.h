@@ -2,7 +2,7 @@
  * validate.h - the checks that need the whole decoded request.
  *
  * The contract answers every check that depends on the request alone with a
- * 422 before a job is accepted. Most are made while decoding (decode.c);
+ * 422 before a job is accepted. Most are made while decoding (decode_*.c);
  * this unit owns the ones that need the graph linked and the options read
  * together: cut_after names against the graph (mode pipeline), options.sac
  * against graph.modules (modules present, ac_units and fsdp_units naming

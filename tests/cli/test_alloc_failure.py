@@ -19,8 +19,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PARTD = os.environ.get("PARTD_BIN", str(ROOT / "build" / "partd"))
 SHIM = os.environ.get("PARTD_FAILMALLOC", str(ROOT / "build" / "tests" / "libfailmalloc.so"))
 
-# Spread points per example; the examples take 11,000 to 23,000 allocations
-# and a run about 15 ms, so the whole file takes well under a minute.
+# Spread points per example; the examples take about 1,000 to 20,000
+# allocations and a run about 15 ms, so the whole file takes well under a
+# minute.
 SPREAD = 60
 FIRST = 50
 
@@ -83,7 +84,9 @@ def test_shim_fails_the_allocation_it_is_told_to(shim, tmp_path):
     """The shim works: failing the first allocation of a run changes it."""
     request = ROOT / "examples" / "resnet50" / "request.json"
     total, _ = count_allocations(request, tmp_path)
-    assert total > 1000
+    # the streaming decoder makes a few hundred allocations for a request
+    # (a jansson tree took thousands): the count is counted, not guessed
+    assert total > 100
     r = run(request, {"PARTD_FAIL_AT": "1"})
     assert r.returncode == 1
     assert r.stdout == b""

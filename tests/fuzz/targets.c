@@ -17,6 +17,7 @@
 #include "partd.h"
 #include "plan.h"
 #include "problem.h"
+#include "request_dump.h"
 #include "result.h"
 #include "strtab.h"
 
@@ -142,6 +143,43 @@ static int valid_hash(const char *h)
     return 1;
 }
 
+/* The same body fed in three pieces, split at points the input chooses
+ * (its first and last bytes): the same code, problem document (positions
+ * included) and request as fed whole. */
+static const char *check_chunked(const uint8_t *data, size_t size,
+                                 const partd_decode_limits *lim, int rc0,
+                                 const partd_request *req0, const partd_problem *pb0)
+{
+    size_t a = size ? ((size_t)data[0] * 131 + data[size - 1]) % (size + 1) : 0;
+    size_t b = a + (size - a) / 2;
+    size_t cut[4] = {0, a, b, size};
+    partd_problem pb;
+    partd_problem_init(&pb);
+    partd_decoder *dec = partd_decoder_new(lim, &pb);
+    if (!dec)
+        return NULL; /* out of memory: nothing to compare */
+    int rc = PARTD_OK;
+    for (int k = 0; k < 3 && rc == PARTD_OK; k++)
+        rc = partd_decoder_feed(dec, (const char *)data + cut[k], cut[k + 1] - cut[k]);
+    partd_request *req = NULL;
+    if (rc == PARTD_OK)
+        rc = partd_decoder_finish(dec, &req);
+    const char *bad = NULL;
+    if (rc != rc0 && rc != PARTD_ENOMEM && rc0 != PARTD_ENOMEM)
+        bad = "a body fed in pieces decodes to another code than fed whole";
+    else if (rc == rc0) {
+        char *x = tu_decode_outcome(rc0, req0, pb0), *y = tu_decode_outcome(rc, req, &pb);
+        if (x && y && strcmp(x, y) != 0)
+            bad = "a body fed in pieces decodes differently from the body fed whole";
+        free(x);
+        free(y);
+    }
+    partd_request_free(req);
+    partd_decoder_free(dec);
+    partd_problem_free(&pb);
+    return bad;
+}
+
 const char *partd_fuzz_request(const uint8_t *data, size_t size)
 {
     /* The daemon's kind of limits, scaled down so that no input is slow. */
@@ -152,6 +190,7 @@ const char *partd_fuzz_request(const uint8_t *data, size_t size)
     partd_request *req = NULL;
     const char *bad = NULL;
     int rc = partd_request_decode((const char *)data, size, &lim, &req, &pb);
+    const char *chunked = check_chunked(data, size, &lim, rc, req, &pb);
     switch (rc) {
     case PARTD_OK:
         if (!req)
@@ -179,6 +218,8 @@ const char *partd_fuzz_request(const uint8_t *data, size_t size)
     }
     if (rc != PARTD_OK && req)
         bad = "decode failed but still returned a request";
+    if (!bad)
+        bad = chunked;
     partd_request_free(req);
     partd_problem_free(&pb);
     return bad;

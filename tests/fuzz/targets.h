@@ -4,8 +4,10 @@
  * Each target feeds one input to a unit of partd and checks the invariants
  * that must hold for *every* input, not just valid ones:
  *
- *   partd_fuzz_request  arbitrary bytes -> partd_request_decode (with limits);
- *                       a rejection is a well-formed problem document with a
+ *   partd_fuzz_request  arbitrary bytes -> partd_request_decode (with limits),
+ *                       and again fed in three pieces split where the input
+ *                       says (its first and last bytes), which must decode
+ *                       the same; a rejection is a well-formed problem document with a
  *                       4xx status; an accepted request that is small is
  *                       planned under a short deadline and its result renders
  *                       as JSON that parses back.

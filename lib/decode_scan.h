@@ -1,0 +1,42 @@
+/*
+ * decode_scan.h - the pre-scan of the request decoder's reading layer:
+ * the bytes of a chunk that jansson refuses and yajl lets through
+ * (decode_stream.h says which), and jansson's one odd acceptance, a NUL
+ * byte that ends a number or a literal. The state carries across chunks,
+ * so a character or an escape may be split anywhere. Nothing allocates.
+ */
+#ifndef PARTD_DECODE_SCAN_H
+#define PARTD_DECODE_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum partd_esc_state {
+    PARTD_ESC_NONE, PARTD_ESC_BACKSLASH, PARTD_ESC_HEX, PARTD_ESC_NEED_BS, PARTD_ESC_NEED_U
+} partd_esc_state;
+
+typedef struct partd_jscan {
+    partd_esc_state esc, esc0; /* now; at the start of the chunk */
+    uint8_t hex_n, second;
+    uint32_t hex, high;
+    uint8_t utf8_left;         /* continuation bytes still expected */
+    uint8_t utf8_lo, utf8_hi;  /* range of the next one */
+    uint8_t in_string;         /* at the start of the chunk */
+    unsigned char last;        /* the last byte of the previous chunk */
+    size_t escaped_quotes;     /* \" in the current chunk */
+    size_t lines, quotes;      /* newlines and quotes in the current chunk */
+} partd_jscan;
+
+/* Offset of the first byte of p[0, n) that jansson refuses and yajl may
+ * not, with `what` (cap bytes) saying why; n when there is none. */
+size_t partd_jscan_chunk(partd_jscan *s, const char *p, size_t n, char *what, size_t cap);
+
+/* 1 when the NUL at p[x] of the current chunk is one jansson reads as a
+ * token boundary. */
+int partd_jscan_skips_nul(const partd_jscan *s, const char *p, size_t x);
+
+/* The chunk p[0, n) was parsed (after partd_jscan_chunk found it good:
+ * lines and quotes count the whole chunk then). */
+void partd_jscan_done(partd_jscan *s, const char *p, size_t n);
+
+#endif
