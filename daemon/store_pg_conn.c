@@ -18,7 +18,7 @@
 
 /* The schema this partd writes. An older one is migrated by MIGRATIONS;
  * a newer one (a later partd's) is refused. */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define SCHEMA_LOCK_KEY 0x70617274 /* "part": serialises schema changes */
 
 #define BACKOFF_MIN_MS 100
@@ -57,6 +57,12 @@ static const char *const MIGRATIONS[SCHEMA_VERSION] = {
     " created_ms bigint NOT NULL,"
     " used_ms bigint NOT NULL);"
     "CREATE INDEX results_used ON results (used_ms);",
+    /* 2: a request is written once, read once by its claim and dropped when
+     * the job ends: kept uncompressed (no compression on every insert and
+     * claim). Claims look only at unfinished jobs, through an index of
+     * them alone, however many finished ones the table keeps. */
+    "ALTER TABLE jobs ALTER COLUMN request SET STORAGE EXTERNAL;"
+    "CREATE INDEX jobs_unfinished ON jobs (seq) WHERE status IN ('queued', 'running');",
 };
 
 /* Every call is bounded: the server's statement and lock timeouts, a

@@ -5,8 +5,8 @@
  * states written only under the claim (never over a cancel), a shutdown's
  * requeue, announcements, the schema refused when newer, an unreachable
  * server, reconnection after a server restart, the round trips a job
- * costs, a run's end written all or nothing, the cached depth of the queue
- * and the postgres:// scheme. The operations common to
+ * costs, a run's end written all or nothing, the cached depth of the queue,
+ * the postgres:// scheme and the migration of a version-1 schema. The operations common to
  * both backends are in test_store.c. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,7 +291,7 @@ static void test_reconnects_after_a_server_restart(void **state)
 
 static void psql(const char *sql)
 {
-    char cmd[1024];
+    char cmd[4096];
     snprintf(cmd, sizeof cmd, "psql -q -v ON_ERROR_STOP=1 '%s' -c \"%s\"", url, sql);
     assert_int_equal(system(cmd), 0);
 }
@@ -434,6 +434,70 @@ static void test_postgres_scheme(void **state)
     assert_int_equal(code, PARTD_EXIT_STORE_UNAVAILABLE); /* the scheme was known */
 }
 
+/* The first line psql prints for sql (without its newline). */
+static void psql_value(const char *sql, char *out, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "psql -At -v ON_ERROR_STOP=1 '%s' -c \"%s\"", url, sql);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    out[0] = '\0';
+    if (!fgets(out, (int)cap, f))
+        out[0] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    assert_int_equal(pclose(f), 0);
+}
+
+/* The schema of version 1 as the first partd wrote it, with a job queued. */
+static const char SCHEMA_V1[] =
+    "CREATE TABLE partd_schema (version integer NOT NULL);"
+    "INSERT INTO partd_schema VALUES (1);"
+    "CREATE TABLE jobs (seq bigserial PRIMARY KEY, id text NOT NULL UNIQUE, status text NOT NULL,"
+    " created_ms bigint NOT NULL, started_ms bigint, finished_ms bigint, graph_hash text NOT NULL,"
+    " cache_key text NOT NULL, cached integer NOT NULL DEFAULT 0, summary text, error text,"
+    " error_status integer NOT NULL DEFAULT 0, idempotency_key text UNIQUE, request_digest text,"
+    " request bytea, attempts integer NOT NULL DEFAULT 0, runner text, lease_until_ms bigint);"
+    "CREATE INDEX jobs_status_seq ON jobs (status, seq);"
+    "CREATE INDEX jobs_finished ON jobs (finished_ms);"
+    "CREATE TABLE results (cache_key text PRIMARY KEY, etag text NOT NULL, summary text NOT NULL,"
+    " body bytea NOT NULL, body_zstd bytea, body_gzip bytea, created_ms bigint NOT NULL,"
+    " used_ms bigint NOT NULL);"
+    "CREATE INDEX results_used ON results (used_ms);"
+    "INSERT INTO jobs (id, status, created_ms, graph_hash, cache_key, request) VALUES"
+    " ('00000000000000000000000000000001', 'queued', 1000, 'sha256:g', 'sha256:k0', 'BODY');";
+
+/* A store of version 1 is upgraded in place: its jobs stay (and are
+ * claimed as before), requests are stored uncompressed from then on, and
+ * claims have their index of unfinished jobs. */
+static void test_migrates_a_version_1_schema(void **state)
+{
+    (void)state;
+    psql(SCHEMA_V1);
+    partd_store *s = open_ok();
+    char got[64];
+    psql_value("SELECT max(version) FROM partd_schema", got, sizeof got);
+    assert_string_equal(got, "2");
+    psql_value("SELECT count(*) FROM partd_schema", got, sizeof got);
+    assert_string_equal(got, "1");
+    psql_value("SELECT attstorage FROM pg_attribute WHERE attrelid = 'jobs'::regclass "
+               "AND attname = 'request'", got, sizeof got);
+    assert_string_equal(got, "e");
+    psql_value("SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_unfinished'", got,
+               sizeof got);
+    assert_string_equal(got, "1");
+    claimed a = claim(s, "A", 60000, 2);
+    assert_int_equal(a.n, 1);
+    assert_string_equal(a.rows[0].id, ID[0]);
+    insert(s, 1);
+    partd_store_close(s);
+    /* Opened again (another replica, a restart): nothing left to do. */
+    s = open_ok();
+    psql_value("SELECT max(version) FROM partd_schema", got, sizeof got);
+    assert_string_equal(got, "2");
+    assert_int_equal(claim(s, "B", 60000, 2).n, 1);
+    partd_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,6 +512,7 @@ int main(void)
         cmocka_unit_test_setup(test_finish_is_all_or_nothing, setup),
         cmocka_unit_test_setup(test_queue_depth_is_cached, setup),
         cmocka_unit_test_setup(test_postgres_scheme, setup),
+        cmocka_unit_test_setup(test_migrates_a_version_1_schema, setup),
     };
     char why[512];
     int rc = partd_pg_server_start(&pg, why, sizeof why);
