@@ -185,8 +185,8 @@ void partd_jobs_share_start(partd_jobs *j);
 /* Claims as many jobs as there are free planners (no-op unless shared),
  * unless the last claim found the queue empty. */
 void partd_jobs_share_kick(partd_jobs *j);
-/* New work may be queued (a job was submitted here): claim even when the
- * last claim found the queue empty. */
+/* A job was submitted here: claim it (when the LISTEN connection is down;
+ * else on its announcement, which follows). */
 void partd_jobs_share_announce(partd_jobs *j);
 /* A drain: no more claims. */
 void partd_jobs_share_drain(partd_jobs *j);

@@ -157,6 +157,7 @@ typedef struct task {
     unsigned asked;                 /* CLAIM: jobs asked for */
     claimed *got;                   /* CLAIM: claimed jobs to decode */
     unsigned n_got;
+    int64_t left;                   /* CLAIM: jobs still queued after it */
     partd_store_lease *leases;      /* RENEW: ids point into `ids` */
     char (*ids)[PARTD_ID_LEN + 1];
     unsigned char *lost;            /* RENEW: leases[i] is no longer ours */
@@ -230,6 +231,8 @@ static void run_task(task *t)
     case TASK_CLAIM:
         t->rc = partd_store_claim(store, j->svc->runner, (int64_t)lease_ms(j), t->asked,
                                   PARTD_JOBS_MAX_ATTEMPTS, on_claimed, t);
+        /* The claim counted the queue as it went (no round trip here). */
+        t->left = t->rc == PARTD_OK && t->n_got == t->asked ? partd_store_count_queued(store) : 0;
         break;
     case TASK_RENEW:
         t->rc = partd_store_renew(store, j->svc->runner, (int64_t)lease_ms(j), t->leases, t->n,
@@ -303,10 +306,10 @@ static void claim_done(partd_jobs *j, partd_share *sh, task *t)
         t->got = c->next;
         start_decode(j, c);
     }
-    /* Fewer than asked: nothing more to claim until new work is announced
-     * (or the poll timer looks again). A failed claim waits for the timer
-     * too: the database is not asked again at once. */
-    sh->empty = !sh->announced && (t->rc != PARTD_OK || t->n_got < t->asked);
+    /* Fewer than asked, or none left: nothing more to claim until new work
+     * is announced (or the poll timer looks again). A failed claim waits
+     * for the timer too: the database is not asked again at once. */
+    sh->empty = !sh->announced && (t->rc != PARTD_OK || t->n_got < t->asked || t->left == 0);
     sh->announced = 0;
     partd_jobs_maybe_drained(j);
     partd_jobs_share_kick(j);
@@ -358,15 +361,26 @@ void partd_jobs_share_kick(partd_jobs *j)
     post_task(sh, t);
 }
 
-void partd_jobs_share_announce(partd_jobs *j)
+/* New work may be queued: claim even when the last claim found none. */
+static void new_work(partd_jobs *j)
 {
     partd_share *sh = j->share;
-    if (!sh)
-        return;
     sh->empty = 0;
     if (sh->claiming)
         sh->announced = 1; /* the claim out may have looked before it */
     partd_jobs_share_kick(j);
+}
+
+void partd_jobs_share_announce(partd_jobs *j)
+{
+    if (!j->share)
+        return;
+    /* While the LISTEN connection is up, the job's announcement follows
+     * (its insert has committed): claim on that, once, not twice. */
+    if (j->listen_poll)
+        partd_jobs_share_kick(j);
+    else
+        new_work(j);
 }
 
 /* ---- leases --------------------------------------------------------------- */
@@ -461,7 +475,7 @@ static void on_announced(uv_poll_t *p, int status, int events)
                       "polling until it is back");
         stop_listening(j);
     } else if (rc > 0) {
-        partd_jobs_share_announce(j);
+        new_work(j);
     }
 }
 
@@ -500,7 +514,7 @@ static void on_poll(uv_timer_t *t)
         }
     }
     /* Jobs whose replica died are announced by nobody. */
-    partd_jobs_share_announce(j);
+    new_work(j);
 }
 
 /* ---- life cycle ---------------------------------------------------------- */

@@ -17,10 +17,37 @@
 #include "log.h"
 #include "partd.h"
 
+/* How long a count of the queue is used (adjusted by this replica's own
+ * changes) before the server is asked again. */
+#define QUEUED_MAX_AGE_MS 1000
+
+void partd_pg_queued_changed(partd_pg_store *s, int64_t delta, int forget)
+{
+    pthread_mutex_lock(&s->queued_lock);
+    if (forget)
+        s->queued_ms = 0;
+    else if (s->queued_ms)
+        s->queued = s->queued + delta > 0 ? s->queued + delta : 0;
+    pthread_mutex_unlock(&s->queued_lock);
+}
+
+/* Records a fresh count of the queue. */
+static void queued_counted(partd_pg_store *s, int64_t n)
+{
+    int64_t now = partd_monotonic_ns() / 1000000;
+    pthread_mutex_lock(&s->queued_lock);
+    s->queued = n > 0 ? n : 0;
+    s->queued_ms = now > 0 ? now : 1;
+    pthread_mutex_unlock(&s->queued_lock);
+}
+
 /* One statement: pick the oldest claimable jobs that no other transaction
  * holds, and make them ours. The attempt is counted, except for a job
  * whose lease ran out after max_attempts attempts: that one is only taken
- * (to be failed by the caller), and flagged `exhausted`. */
+ * (to be failed by the caller), and flagged `exhausted`. Each row also
+ * says how many jobs were queued when the statement began (its snapshot),
+ * so the queue's depth after the claim comes with it: the caller learns
+ * whether any are left without asking again. */
 static const char CLAIM_SQL[] =
     "WITH c AS (SELECT seq, status AS old_status, attempts AS old_attempts FROM jobs "
     " WHERE status = 'queued' OR (status = 'running' AND "
@@ -34,7 +61,8 @@ static const char CLAIM_SQL[] =
     " j.finished_ms, j.graph_hash, j.cache_key, j.cached, j.summary, j.error, j.error_status,"
     " j.attempts, j.runner, j.request,"
     " (c.old_status = 'running' AND c.old_attempts >= $4) AS exhausted,"
-    " (c.old_status = 'queued') AS was_queued";
+    " (c.old_status = 'queued') AS was_queued,"
+    " (SELECT count(*) FROM jobs WHERE status = 'queued') AS queued_before";
 
 int partd_pg_claim(void *state, const char *runner, int64_t lease_ms, unsigned max_jobs,
                    int max_attempts, partd_store_claimed_fn fn, void *ctx)
@@ -61,7 +89,8 @@ int partd_pg_claim(void *state, const char *runner, int64_t lease_ms, unsigned m
     int64_t was_queued = 0;
     for (int i = 0; i < PQntuples(r); i++)
         was_queued += partd_pg_int(r, i, PARTD_PG_N_JOB_COLUMNS + 2);
-    partd_pg_queued_changed(s, -was_queued, 0);
+    if (PQntuples(r) > 0)
+        queued_counted(s, partd_pg_int(r, 0, PARTD_PG_N_JOB_COLUMNS + 3) - was_queued);
     for (int i = 0; rc == PARTD_OK && i < PQntuples(r); i++) {
         partd_job_row row;
         rc = partd_pg_read_job(r, i, &row);
@@ -151,20 +180,6 @@ int partd_pg_renew(void *state, const char *runner, int64_t lease_ms,
     return rc;
 }
 
-/* How long a count of the queue is used (adjusted by this replica's own
- * changes) before the server is asked again. */
-#define QUEUED_MAX_AGE_MS 1000
-
-void partd_pg_queued_changed(partd_pg_store *s, int64_t delta, int forget)
-{
-    pthread_mutex_lock(&s->queued_lock);
-    if (forget)
-        s->queued_ms = 0;
-    else if (s->queued_ms)
-        s->queued = s->queued + delta > 0 ? s->queued + delta : 0;
-    pthread_mutex_unlock(&s->queued_lock);
-}
-
 int64_t partd_pg_count_queued(void *state)
 {
     partd_pg_store *s = state;
@@ -186,9 +201,6 @@ int64_t partd_pg_count_queued(void *state)
         return PARTD_EIO;
     int64_t n = partd_pg_int(r, 0, 0);
     PQclear(r);
-    pthread_mutex_lock(&s->queued_lock);
-    s->queued = n;
-    s->queued_ms = now > 0 ? now : 1;
-    pthread_mutex_unlock(&s->queued_lock);
+    queued_counted(s, n);
     return n;
 }

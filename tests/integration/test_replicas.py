@@ -198,8 +198,9 @@ def wait_succeeded(pg_server, url, n):
 def test_round_trips_per_job(make_daemon, pg_server, pg_url):
     """What a job costs in round trips to the database, counted by the
     replica: at submission a look for a stored result and the insert, then
-    a claim (and at most one more that finds the queue empty) and the end,
-    result and final state together: 5 at most. Besides, the poll timer
+    its claim and its end (result and final state together): 4, and 5 at
+    most (a claim that finds the queue empty, when an announcement crossed
+    the claim before). Besides, the poll timer
     claims twice a second (it finds jobs whose replica died), and the queue
     is counted at most once a second. Progress is watched in the database
     itself: a GET would be a round trip too."""
