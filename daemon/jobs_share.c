@@ -176,7 +176,7 @@ typedef struct partd_share {
     uv_async_t async;
     int claiming, renewing, listening; /* a task of that kind is out */
     int announced;                  /* new work was announced while claiming */
-    int empty;                      /* the last claim found fewer jobs than it asked */
+    int empty;                      /* the last claim left no job queued */
 } partd_share;
 
 /* Store thread: a claimed job, handed to the loop to decode (or failed
@@ -210,8 +210,10 @@ static void on_claimed(const partd_job_row *row, const char *body, size_t len, i
     c->row.summary = c->row.error = NULL;
     partd_problem_init(&c->problem);
     c->work.data = c;
-    c->next = t->got;
-    t->got = c;
+    claimed **tail = &t->got; /* in the claim's order: oldest first */
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = c;
 }
 
 /* Store thread: marks the leases reported lost. */
