@@ -31,7 +31,8 @@ static const opt_def OPTS[] = {
     {"data-dir", OPT_STRING, offsetof(partd_config, data_dir), "./partd-data", 0, 0,
      "directory of the SQLite store (created if missing)"},
     {"store", OPT_STRING, offsetof(partd_config, store), "sqlite", 0, 0,
-     "store URL: sqlite (partd.db in the data directory) or postgresql://... (replicas share it)"},
+     "store URL: sqlite (partd.db in the data directory) or postgresql://... or "
+     "postgres://... (replicas share it)"},
     {"lease-ms", OPT_U64, offsetof(partd_config, lease_ms), "30000", 200, 86400000,
      "shared store: a running job another replica takes over when its runner stops renewing"},
     {"name", OPT_STRING, offsetof(partd_config, name), NULL, 0, 0,

@@ -12,7 +12,8 @@
  *   jobs_recover.c  queueing again, at start, the jobs the store holds as
  *                   unfinished.
  *   jobs_share.c    on a shared store (replicas): claiming jobs from the
- *                   store, renewing their leases, waking on announcements.
+ *                   store, renewing their leases (both on its own store
+ *                   thread), waking on announcements.
  *                   Then the store is the queue: a submitted job is only
  *                   announced, and runs here once claimed (by any replica);
  *                   the table holds only the jobs this replica runs.
@@ -47,6 +48,7 @@
 
 typedef struct run run;
 struct claimed;
+struct partd_share;
 
 typedef struct job {
     partd_job_row row;         /* status and times: written under table_lock */
@@ -136,7 +138,8 @@ struct partd_jobs {
     uv_timer_t renew_timer;    /* leases of the jobs this replica runs */
     uv_poll_t *listen_poll;    /* the store's announcement socket, or NULL */
     struct claimed *decoding;  /* claimed jobs whose requests the pool decodes */
-    unsigned n_decoding;
+    unsigned n_decoding;       /* those, and the jobs a claim out asks for */
+    struct partd_share *share; /* the store thread and its tasks */
 };
 
 /* ---- jobs_queue.c: table and messages ----------------------------------- */
@@ -179,8 +182,12 @@ void partd_jobs_mark_running(partd_jobs *j, job *jb, run *r);
 
 /* At start (recovery), when the store is shared: timers and announcements. */
 void partd_jobs_share_start(partd_jobs *j);
-/* Claims as many jobs as there are free planners (no-op unless shared). */
+/* Claims as many jobs as there are free planners (no-op unless shared),
+ * unless the last claim found the queue empty. */
 void partd_jobs_share_kick(partd_jobs *j);
+/* A job was submitted here: claim it (when the LISTEN connection is down;
+ * else on its announcement, which follows). */
+void partd_jobs_share_announce(partd_jobs *j);
 /* A drain: no more claims. */
 void partd_jobs_share_drain(partd_jobs *j);
 void partd_jobs_share_close(partd_jobs *j);

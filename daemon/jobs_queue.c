@@ -240,7 +240,7 @@ void partd_jobs_process_messages(partd_jobs *j)
                 atomic_fetch_sub(&j->svc->metrics.jobs_queued, 1);
                 partd_request_free(m->req);
                 partd_jobs_job_free(m->job);
-                partd_jobs_share_kick(j);
+                partd_jobs_share_announce(j);
             } else {
                 partd_jobs_enqueue(j, m->job, m->req);
             }

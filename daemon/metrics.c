@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "partd.h"
+#include "store.h"
 #include "util.h"
 
 #ifndef PARTD_BUILD
@@ -227,7 +228,12 @@ char *partd_metrics_render(partd_metrics *m, const partd_metrics_gauges *g, size
     histogram(&b, "partd_job_duration_seconds", "Planning time of a job.", &m->job_duration);
     histogram(&b, "partd_job_queue_wait_seconds", "Time a job waited before planning started.",
               &m->queue_wait);
-    gauge(&b, "partd_jobs_queued", "Jobs waiting to run.", (double)atomic_load(&m->jobs_queued));
+    struct partd_store *shared = atomic_load(&m->shared_store);
+    int64_t queued = shared ? partd_store_count_queued(shared) : -1;
+    gauge(&b, "partd_jobs_queued",
+          shared ? "Jobs waiting to run, of every replica sharing the store."
+                 : "Jobs waiting to run.",
+          (double)(queued >= 0 ? queued : atomic_load(&m->jobs_queued)));
     gauge(&b, "partd_jobs_running", "Jobs being planned.", (double)atomic_load(&m->jobs_running));
     counter(&b, "partd_cache_hits_total", "Submissions answered from the result cache.",
             atomic_load(&m->cache_hits));
@@ -242,6 +248,10 @@ char *partd_metrics_render(partd_metrics *m, const partd_metrics_gauges *g, size
                 "# TYPE partd_build_info gauge\n"
                 "partd_build_info{version=\"%s\",planner_version=\"%s\",build=\"%s\"} 1\n",
             PARTD_VERSION, PARTD_PLANNER_VERSION, PARTD_BUILD);
+    if (shared)
+        counter(&b, "partd_store_round_trips_total",
+                "Round trips to the shared store's database server.",
+                partd_store_round_trips(shared));
     process_metrics(&b, m->start_time_s);
     if (b.failed) {
         free(b.p);

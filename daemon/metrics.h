@@ -55,6 +55,10 @@ typedef struct partd_metrics {
     atomic_int_fast64_t jobs_running;
     atomic_uint_fast64_t cache_hits, cache_misses;
     double start_time_s;
+    /* A store shared by replicas, once work sharing has started (NULL
+     * before and on a store of one's own): then partd_jobs_queued is the
+     * shared queue's depth, and its round trips are counted. */
+    _Atomic(struct partd_store *) shared_store;
 } partd_metrics;
 
 void partd_metrics_init(partd_metrics *m);

@@ -40,9 +40,10 @@ static const partd_store_ops *backend_for(const char *url)
 {
     size_t n = scheme_len(url);
     for (size_t i = 0; i < N_BACKENDS; i++) {
-        const char *scheme = BACKENDS[i]->scheme;
-        if (strlen(scheme) == n && strncasecmp(url, scheme, n) == 0)
-            return BACKENDS[i];
+        const char *names[] = {BACKENDS[i]->scheme, BACKENDS[i]->alias};
+        for (size_t k = 0; k < 2; k++)
+            if (names[k] && strlen(names[k]) == n && strncasecmp(url, names[k], n) == 0)
+                return BACKENDS[i];
     }
     return NULL;
 }
@@ -227,6 +228,11 @@ void partd_store_listen_reset(partd_store *s)
 int64_t partd_store_count_queued(partd_store *s)
 {
     return s->ops->count_queued(s->state);
+}
+
+uint64_t partd_store_round_trips(partd_store *s)
+{
+    return s->ops->round_trips ? s->ops->round_trips(s->state) : 0;
 }
 
 /* 1 when the coded form decodes to exactly doc. */

@@ -219,14 +219,21 @@ int partd_store_renew(partd_store *s, const char *runner, int64_t lease_ms,
                       const partd_store_lease *leases, size_t n, partd_store_key_fn lost,
                       void *ctx);
 
-/* The number of queued jobs of every replica, or a negative PARTD_E* code. */
+/* The number of queued jobs of every replica, or a negative PARTD_E* code.
+ * Counted at most once a second (between counts, this replica's own
+ * submissions and claims adjust the figure). Any thread. */
 int64_t partd_store_count_queued(partd_store *s);
+
+/* Round trips to the database server so far (0 for a store without a
+ * server). Any thread. */
+uint64_t partd_store_round_trips(partd_store *s);
 
 /* New work is announced on a socket: the fd to watch for reading (-1 while
  * the server cannot be reached; ask again later), then after it turned
  * readable partd_store_listen_consume: 1 new work, 0 nothing, -1 the
  * connection is lost (stop watching the fd, then partd_store_listen_reset).
- * Loop thread only. */
+ * One thread at a time: partd_store_listen_fd may block while it connects,
+ * the other two do not. */
 int partd_store_listen_fd(partd_store *s);
 int partd_store_listen_consume(partd_store *s);
 void partd_store_listen_reset(partd_store *s);

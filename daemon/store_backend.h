@@ -25,6 +25,8 @@ typedef struct partd_store_ops {
     /* The URL scheme this backend answers, matched case-insensitively
      * ("sqlite" or "sqlite:..."). */
     const char *scheme;
+    /* Another name of the scheme, or NULL ("postgres" for "postgresql"). */
+    const char *alias;
 
     /* The state for `url` (its whole text, scheme included), or NULL with
      * err and *exit_code set. */
@@ -35,6 +37,8 @@ typedef struct partd_store_ops {
     int (*limit_size)(void *state, uint64_t max_bytes);
     int (*healthy)(void *state);
     int (*probe)(void *state);
+    /* Round trips to a database server so far; NULL when there are none. */
+    uint64_t (*round_trips)(void *state);
 
     int (*insert_job)(void *state, const partd_job_row *row, const char *idem_key,
                       const char *digest, const void *body, size_t body_len);

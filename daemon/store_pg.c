@@ -156,6 +156,8 @@ static int insert_job(void *state, const partd_job_row *row, const char *idem_ke
                        "SELECT pg_notify('" PARTD_PG_CHANNEL "', '') FROM ins "
                        "WHERE status = 'queued'",
                        &p, "inserting a job", idem_key ? CONFLICT_OK : 0, &rc);
+    if (r && PQntuples(r) > 0)
+        partd_pg_queued_changed(state, 1, 0);
     PQclear(r);
     return rc;
 }
@@ -224,86 +226,97 @@ static int mark_running(void *state, const char *id, int64_t started_ms, const c
 
 /* ---- finishing --------------------------------------------------------------- */
 
-static int put_result(partd_pg_store *s, partd_pg_conn *c, const partd_store_result *res)
-{
-    const partd_blob *f = res->forms;
-    partd_pg_params p = {0};
-    partd_pg_param_text(&p, res->cache_key);
-    partd_pg_param_text(&p, res->etag);
-    partd_pg_param_text(&p, res->summary);
-    partd_pg_param_bytes(&p, f[PARTD_CODING_IDENTITY].data, f[PARTD_CODING_IDENTITY].len);
-    partd_pg_param_i64(&p, partd_now_ms());
-    partd_pg_param_bytes(&p, f[PARTD_CODING_ZSTD].data, f[PARTD_CODING_ZSTD].len);
-    partd_pg_param_bytes(&p, f[PARTD_CODING_GZIP].data, f[PARTD_CODING_GZIP].len);
+/* The result's statement, for finish_jobs' pipeline. */
+static const char PUT_RESULT_SQL[] =
     /* Content-addressed: every replica plans the same bytes for the same
      * key, so a later copy differs only from a damaged one, which it
      * replaces (store.h: partd_store_load_result). */
-    PGresult *r = partd_pg_exec(s, c,
-                                "INSERT INTO results (cache_key, etag, summary, body, created_ms, "
-                                "used_ms, body_zstd, body_gzip) VALUES ($1, $2, $3, $4, $5, $5, "
-                                "$6, $7) ON CONFLICT (cache_key) DO UPDATE SET etag = "
-                                "excluded.etag, summary = excluded.summary, body = excluded.body, "
-                                "used_ms = excluded.used_ms, body_zstd = excluded.body_zstd, "
-                                "body_gzip = excluded.body_gzip",
-                                &p, "finishing jobs", NULL);
-    PQclear(r);
-    return r ? PARTD_OK : PARTD_EIO;
+    "INSERT INTO results (cache_key, etag, summary, body, created_ms, used_ms, body_zstd, "
+    "body_gzip) VALUES ($1, $2, $3, $4, $5, $5, $6, $7) ON CONFLICT (cache_key) DO UPDATE SET "
+    "etag = excluded.etag, summary = excluded.summary, body = excluded.body, "
+    "used_ms = excluded.used_ms, body_zstd = excluded.body_zstd, body_gzip = excluded.body_gzip";
+
+static void result_params(const partd_store_result *res, partd_pg_params *p)
+{
+    const partd_blob *f = res->forms;
+    partd_pg_param_text(p, res->cache_key);
+    partd_pg_param_text(p, res->etag);
+    partd_pg_param_text(p, res->summary);
+    partd_pg_param_bytes(p, f[PARTD_CODING_IDENTITY].data, f[PARTD_CODING_IDENTITY].len);
+    partd_pg_param_i64(p, partd_now_ms());
+    partd_pg_param_bytes(p, f[PARTD_CODING_ZSTD].data, f[PARTD_CODING_ZSTD].len);
+    partd_pg_param_bytes(p, f[PARTD_CODING_GZIP].data, f[PARTD_CODING_GZIP].len);
 }
 
 /* The job is still the row's claim: unfinished, same runner and attempt. */
 #define STILL_CLAIMED \
     " AND status IN ('queued', 'running') AND coalesce(runner, '') = $2 AND attempts = $3"
 
-static int finish_one(partd_pg_store *s, partd_pg_conn *c, const partd_job_row *row)
+/* Stopped, not lost: the attempt does not count, and the job is announced
+ * to the other replicas. */
+static const char REQUEUE_SQL[] =
+    "WITH q AS (UPDATE jobs SET status = 'queued', started_ms = NULL, lease_until_ms = NULL, "
+    "attempts = CASE WHEN status = 'running' AND attempts > 0 THEN attempts - 1 ELSE attempts "
+    "END WHERE id = $1" STILL_CLAIMED " RETURNING 1) "
+    "SELECT pg_notify('" PARTD_PG_CHANNEL "', '') FROM q";
+
+/* The start time when given (a job finished from the cache was never marked
+ * running), else the one its claim wrote stays. */
+static const char FINISH_SQL[] =
+    "UPDATE jobs SET status = $4, finished_ms = $5, summary = $6, error = $7, "
+    "error_status = $8, cached = $9, started_ms = coalesce($10, started_ms), "
+    "request = NULL, lease_until_ms = NULL WHERE id = $1" STILL_CLAIMED;
+
+static const char *finish_params(const partd_job_row *row, partd_pg_params *p)
 {
-    partd_pg_params p = {0};
-    partd_pg_param_text(&p, row->id);
-    partd_pg_param_text(&p, row->runner);
-    partd_pg_param_i64(&p, row->attempts);
-    const char *sql;
-    if (!partd_job_finished(row->status)) {
-        /* Stopped, not lost: the attempt does not count, and the job is
-         * announced to the other replicas. */
-        sql = "WITH q AS (UPDATE jobs SET status = 'queued', started_ms = NULL, "
-              "lease_until_ms = NULL, attempts = CASE WHEN status = 'running' AND attempts > 0 "
-              "THEN attempts - 1 ELSE attempts END WHERE id = $1" STILL_CLAIMED
-              " RETURNING 1) SELECT pg_notify('" PARTD_PG_CHANNEL "', '') FROM q";
-    } else {
-        partd_pg_param_text(&p, partd_job_status_name(row->status));
-        partd_pg_param_i64(&p, row->finished_ms);
-        partd_pg_param_text(&p, row->summary);
-        partd_pg_param_text(&p, row->error);
-        partd_pg_param_i64(&p, row->error_status);
-        partd_pg_param_i64(&p, row->cached);
-        partd_pg_param_ms(&p, row->started_ms);
-        /* The start time when given (a job finished from the cache was never
-         * marked running), else the one its claim wrote stays. */
-        sql = "UPDATE jobs SET status = $4, finished_ms = $5, summary = $6, error = $7, "
-              "error_status = $8, cached = $9, started_ms = coalesce($10, started_ms), "
-              "request = NULL, lease_until_ms = NULL WHERE id = $1" STILL_CLAIMED;
-    }
-    PGresult *r = partd_pg_exec(s, c, sql, &p, "finishing jobs", NULL);
-    PQclear(r);
-    return r ? PARTD_OK : PARTD_EIO;
+    partd_pg_param_text(p, row->id);
+    partd_pg_param_text(p, row->runner);
+    partd_pg_param_i64(p, row->attempts);
+    if (!partd_job_finished(row->status))
+        return REQUEUE_SQL;
+    partd_pg_param_text(p, partd_job_status_name(row->status));
+    partd_pg_param_i64(p, row->finished_ms);
+    partd_pg_param_text(p, row->summary);
+    partd_pg_param_text(p, row->error);
+    partd_pg_param_i64(p, row->error_status);
+    partd_pg_param_i64(p, row->cached);
+    partd_pg_param_ms(p, row->started_ms);
+    return FINISH_SQL;
 }
 
+/* The result and every row in one pipeline: one transaction (a row is
+ * written only under its claim), one round trip. */
 static int finish_jobs(void *state, const partd_store_result *result,
                        const partd_job_row *const *rows, size_t n_rows)
 {
     partd_pg_store *s = state;
-    partd_pg_conn *c = partd_pg_acquire(s);
-    if (!c)
-        return PARTD_EIO;
-    int rc = partd_pg_command(s, c, "BEGIN", "finishing jobs");
-    if (rc == PARTD_OK && result)
-        rc = put_result(s, c, result);
-    for (size_t i = 0; rc == PARTD_OK && i < n_rows; i++)
-        rc = finish_one(s, c, rows[i]);
-    if (rc == PARTD_OK)
-        rc = partd_pg_command(s, c, "COMMIT", "finishing jobs");
-    else if (c->pg)
-        partd_pg_command(s, c, "ROLLBACK", "finishing jobs");
-    partd_pg_release(s, c);
+    size_t n = n_rows + (result != NULL);
+    if (n == 0)
+        return PARTD_OK;
+    const char **sql = calloc(n, sizeof *sql);
+    partd_pg_params *params = calloc(n, sizeof *params);
+    int *ntuples = calloc(n, sizeof *ntuples);
+    int rc = PARTD_ENOMEM;
+    if (sql && params && ntuples) {
+        size_t k = 0;
+        if (result) {
+            result_params(result, &params[k]);
+            sql[k++] = PUT_RESULT_SQL;
+        }
+        for (size_t i = 0; i < n_rows; i++, k++)
+            sql[k] = finish_params(rows[i], &params[k]);
+        partd_pg_conn *c = partd_pg_acquire(s);
+        rc = c ? partd_pg_pipeline(s, c, n, sql, params, "finishing jobs", ntuples) : PARTD_EIO;
+        if (c)
+            partd_pg_release(s, c);
+        /* A job queued again changes the queue's depth. */
+        for (size_t i = n - n_rows; rc == PARTD_OK && i < n; i++)
+            if (sql[i] == REQUEUE_SQL && ntuples[i] > 0)
+                partd_pg_queued_changed(s, 0, 1);
+    }
+    free(sql);
+    free(params);
+    free(ntuples);
     return rc;
 }
 
@@ -322,6 +335,7 @@ static int cancel_job(void *state, const char *id, int64_t finished_ms, partd_jo
                        &p, "cancelling a job", 0, &rc);
     if (!r)
         return rc;
+    partd_pg_queued_changed(state, 0, 1);
     int cancelled = PQntuples(r) > 0;
     if (cancelled && row)
         rc = partd_pg_read_job(r, 0, row);
@@ -500,11 +514,13 @@ static int sweep(void *state, int64_t cutoff_ms, partd_store_key_fn fn, void *ct
 
 const partd_store_ops partd_store_pg_ops = {
     .scheme = "postgresql",
+    .alias = "postgres", /* libpq takes both */
     .open = partd_pg_open,
     .close = partd_pg_close,
     .limit_size = partd_pg_limit_size,
     .healthy = partd_pg_healthy,
     .probe = partd_pg_probe,
+    .round_trips = partd_pg_round_trips,
     .insert_job = insert_job,
     .get_job = get_job,
     .get_job_by_idem = get_job_by_idem,

@@ -14,6 +14,14 @@
  * reconnect is tried at most once per backoff period (calls in between fail
  * at once with PARTD_EIO).
  *
+ * Round trips: every statement sent (or pipeline of statements, sent
+ * together and answered together) counts one in round_trips, which
+ * partd_store_round_trips reports; the tests hold the per-job figures to it.
+ *
+ * The queue's depth (partd_pg_count_queued) is cached for up to
+ * QUEUED_MAX_AGE_MS and adjusted by this replica's own inserts and claims
+ * in between; a requeue or cancel here drops the cached figure.
+ *
  * Values: parameters go as text (bytea as binary); results come in binary
  * format (store_pg.c's readers decode int4/int8/bool/text/bytea).
  *
@@ -58,7 +66,11 @@ typedef struct partd_pg_store {
     int64_t next_connect_ms;       /* monotonic: no reconnect before */
     int64_t backoff_ms;
     atomic_llong lease_ms;         /* the lease claims last used */
-    PGconn *listener;              /* loop thread only */
+    PGconn *listener;              /* one thread at a time (jobs_share.c) */
+    atomic_ullong round_trips;
+    pthread_mutex_t queued_lock;
+    int64_t queued;                /* the queue's depth when queued_ms > 0 */
+    int64_t queued_ms;             /* monotonic ms it was counted; 0 = not known */
 } partd_pg_store;
 
 /* A query's parameters, built one after another (NULL = SQL NULL). */
@@ -84,6 +96,10 @@ void partd_pg_close(void *state);
 int partd_pg_limit_size(void *state, uint64_t max_bytes);
 int partd_pg_healthy(void *state);
 int partd_pg_probe(void *state);
+uint64_t partd_pg_round_trips(void *state);
+/* The cached depth of the queue: adds delta to it when it is known; with
+ * forget, drops it (the next count asks the server). */
+void partd_pg_queued_changed(partd_pg_store *s, int64_t delta, int forget);
 
 /* A connected connection, locked for the caller, or NULL (logged) when the
  * server cannot be reached now. partd_pg_release unlocks it. */
@@ -97,6 +113,14 @@ void partd_pg_release(partd_pg_store *s, partd_pg_conn *c);
  * `sqlstate` is not NULL it receives the error's SQLSTATE ("" if none). */
 PGresult *partd_pg_exec(partd_pg_store *s, partd_pg_conn *c, const char *sql,
                         const partd_pg_params *params, const char *what, char sqlstate[6]);
+/* Runs n statements (each with its params, none with rows to read back but
+ * their tuple counts) in one pipeline: sent together, run by the server in
+ * one implicit transaction (all or nothing), answered in one round trip.
+ * PARTD_OK with ntuples[i] (when not NULL) set to statement i's row count,
+ * or PARTD_EIO (logged as `what`; nothing of it committed; a lost or
+ * confused connection is dropped). */
+int partd_pg_pipeline(partd_pg_store *s, partd_pg_conn *c, size_t n, const char *const *sql,
+                      const partd_pg_params *params, const char *what, int *ntuples);
 /* partd_pg_exec of a statement without rows: PARTD_OK or PARTD_EIO. */
 int partd_pg_command(partd_pg_store *s, partd_pg_conn *c, const char *sql, const char *what);
 

@@ -13,13 +13,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cancel.h"
 #include "log.h"
 #include "partd.h"
+
+/* How long a count of the queue is used (adjusted by this replica's own
+ * changes) before the server is asked again. */
+#define QUEUED_MAX_AGE_MS 1000
+
+void partd_pg_queued_changed(partd_pg_store *s, int64_t delta, int forget)
+{
+    pthread_mutex_lock(&s->queued_lock);
+    if (forget)
+        s->queued_ms = 0;
+    else if (s->queued_ms)
+        s->queued = s->queued + delta > 0 ? s->queued + delta : 0;
+    pthread_mutex_unlock(&s->queued_lock);
+}
+
+/* Records a fresh count of the queue. */
+static void queued_counted(partd_pg_store *s, int64_t n)
+{
+    int64_t now = partd_monotonic_ns() / 1000000;
+    pthread_mutex_lock(&s->queued_lock);
+    s->queued = n > 0 ? n : 0;
+    s->queued_ms = now > 0 ? now : 1;
+    pthread_mutex_unlock(&s->queued_lock);
+}
 
 /* One statement: pick the oldest claimable jobs that no other transaction
  * holds, and make them ours. The attempt is counted, except for a job
  * whose lease ran out after max_attempts attempts: that one is only taken
- * (to be failed by the caller), and flagged `exhausted`. */
+ * (to be failed by the caller), and flagged `exhausted`. Each row also
+ * says how many jobs were queued when the statement began (its snapshot),
+ * so the queue's depth after the claim comes with it: the caller learns
+ * whether any are left without asking again. */
 static const char CLAIM_SQL[] =
     "WITH c AS (SELECT seq, status AS old_status, attempts AS old_attempts FROM jobs "
     " WHERE status = 'queued' OR (status = 'running' AND "
@@ -32,7 +60,9 @@ static const char CLAIM_SQL[] =
     "FROM c WHERE j.seq = c.seq RETURNING j.id, j.seq, j.status, j.created_ms, j.started_ms,"
     " j.finished_ms, j.graph_hash, j.cache_key, j.cached, j.summary, j.error, j.error_status,"
     " j.attempts, j.runner, j.request,"
-    " (c.old_status = 'running' AND c.old_attempts >= $4) AS exhausted";
+    " (c.old_status = 'running' AND c.old_attempts >= $4) AS exhausted,"
+    " (c.old_status = 'queued') AS was_queued,"
+    " (SELECT count(*) FROM jobs WHERE status = 'queued') AS queued_before";
 
 int partd_pg_claim(void *state, const char *runner, int64_t lease_ms, unsigned max_jobs,
                    int max_attempts, partd_store_claimed_fn fn, void *ctx)
@@ -56,6 +86,11 @@ int partd_pg_claim(void *state, const char *runner, int64_t lease_ms, unsigned m
         return PARTD_EIO;
     int rc = PARTD_OK;
     int body_col = PARTD_PG_N_JOB_COLUMNS, exhausted_col = PARTD_PG_N_JOB_COLUMNS + 1;
+    int64_t was_queued = 0;
+    for (int i = 0; i < PQntuples(r); i++)
+        was_queued += partd_pg_int(r, i, PARTD_PG_N_JOB_COLUMNS + 2);
+    if (PQntuples(r) > 0)
+        queued_counted(s, partd_pg_int(r, 0, PARTD_PG_N_JOB_COLUMNS + 3) - was_queued);
     for (int i = 0; rc == PARTD_OK && i < PQntuples(r); i++) {
         partd_job_row row;
         rc = partd_pg_read_job(r, i, &row);
@@ -148,6 +183,14 @@ int partd_pg_renew(void *state, const char *runner, int64_t lease_ms,
 int64_t partd_pg_count_queued(void *state)
 {
     partd_pg_store *s = state;
+    int64_t now = partd_monotonic_ns() / 1000000;
+    int64_t cached = -1;
+    pthread_mutex_lock(&s->queued_lock);
+    if (s->queued_ms && now - s->queued_ms < QUEUED_MAX_AGE_MS)
+        cached = s->queued;
+    pthread_mutex_unlock(&s->queued_lock);
+    if (cached >= 0)
+        return cached;
     partd_pg_conn *c = partd_pg_acquire(s);
     if (!c)
         return PARTD_EIO;
@@ -158,5 +201,6 @@ int64_t partd_pg_count_queued(void *state)
         return PARTD_EIO;
     int64_t n = partd_pg_int(r, 0, 0);
     PQclear(r);
+    queued_counted(s, n);
     return n;
 }

@@ -18,7 +18,7 @@
 
 /* The schema this partd writes. An older one is migrated by MIGRATIONS;
  * a newer one (a later partd's) is refused. */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define SCHEMA_LOCK_KEY 0x70617274 /* "part": serialises schema changes */
 
 #define BACKOFF_MIN_MS 100
@@ -57,6 +57,12 @@ static const char *const MIGRATIONS[SCHEMA_VERSION] = {
     " created_ms bigint NOT NULL,"
     " used_ms bigint NOT NULL);"
     "CREATE INDEX results_used ON results (used_ms);",
+    /* 2: a request is written once, read once by its claim and dropped when
+     * the job ends: kept uncompressed (no compression on every insert and
+     * claim). Claims look only at unfinished jobs, through an index of
+     * them alone, however many finished ones the table keeps. */
+    "ALTER TABLE jobs ALTER COLUMN request SET STORAGE EXTERNAL;"
+    "CREATE INDEX jobs_unfinished ON jobs (seq) WHERE status IN ('queued', 'running');",
 };
 
 /* Every call is bounded: the server's statement and lock timeouts, a
@@ -225,6 +231,7 @@ PGresult *partd_pg_exec(partd_pg_store *s, partd_pg_conn *c, const char *sql,
             sqlstate[0] = '\0';
         return NULL;
     }
+    atomic_fetch_add(&s->round_trips, 1);
     PGresult *r = PQexecParams(c->pg, sql, params ? params->n : 0, NULL,
                                params ? params->values : NULL, params ? params->lengths : NULL,
                                params ? params->formats : NULL, 1);
@@ -236,9 +243,80 @@ int partd_pg_command(partd_pg_store *s, partd_pg_conn *c, const char *sql, const
     if (!c->pg)
         return PARTD_EIO;
     /* PQexec: the text may hold several statements. */
+    atomic_fetch_add(&s->round_trips, 1);
     PGresult *r = checked(s, c, PQexec(c->pg, sql), what, NULL);
     PQclear(r);
     return r ? PARTD_OK : PARTD_EIO;
+}
+
+/* ---- pipelines ------------------------------------------------------------ */
+
+/* Drops a connection whose pipeline went wrong: its state is not worth
+ * untangling, and the next call reconnects. */
+static void pipeline_lost(partd_pg_store *s, partd_pg_conn *c, const char *what)
+{
+    partd_log_msg("error", "store", "%s failed: %s", what, PQerrorMessage(c->pg));
+    atomic_store(&s->healthy, 0);
+    PQfinish(c->pg);
+    c->pg = NULL;
+}
+
+/* Reads the answers of n statements and the sync: PARTD_OK when all ran,
+ * PARTD_EIO when one failed (the server skipped the rest and rolled back),
+ * -1 when the answers are not what a pipeline gives (connection lost). */
+static int pipeline_answers(partd_pg_conn *c, size_t n, const char *what, int *ntuples)
+{
+    int rc = PARTD_OK;
+    for (size_t i = 0; i < n; i++) {
+        PGresult *r = PQgetResult(c->pg);
+        if (!r)
+            return -1;
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+            if (ntuples)
+                ntuples[i] = st == PGRES_TUPLES_OK ? PQntuples(r) : atoi(PQcmdTuples(r));
+        } else {
+            if (st != PGRES_PIPELINE_ABORTED)
+                partd_log_msg("error", "store", "%s failed: %s", what, PQresultErrorMessage(r));
+            rc = PARTD_EIO;
+        }
+        PQclear(r);
+        if ((r = PQgetResult(c->pg)) != NULL) { /* each statement's answer ends with NULL */
+            PQclear(r);
+            return -1;
+        }
+    }
+    PGresult *sync = PQgetResult(c->pg);
+    int synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    return synced ? rc : -1;
+}
+
+int partd_pg_pipeline(partd_pg_store *s, partd_pg_conn *c, size_t n, const char *const *sql,
+                      const partd_pg_params *params, const char *what, int *ntuples)
+{
+    if (!c->pg)
+        return PARTD_EIO;
+    if (!PQenterPipelineMode(c->pg)) {
+        pipeline_lost(s, c, what);
+        return PARTD_EIO;
+    }
+    atomic_fetch_add(&s->round_trips, 1);
+    int sent = 1;
+    for (size_t i = 0; i < n && sent; i++)
+        sent = PQsendQueryParams(c->pg, sql[i], params[i].n, NULL, params[i].values,
+                                 params[i].lengths, params[i].formats, 1);
+    if (!sent || !PQpipelineSync(c->pg)) {
+        pipeline_lost(s, c, what);
+        return PARTD_EIO;
+    }
+    int rc = pipeline_answers(c, n, what, ntuples);
+    if (rc < 0 || !PQexitPipelineMode(c->pg) || PQstatus(c->pg) != CONNECTION_OK) {
+        pipeline_lost(s, c, what);
+        return PARTD_EIO;
+    }
+    atomic_store(&s->healthy, rc == PARTD_OK);
+    return rc;
 }
 
 /* ---- open: schema ----------------------------------------------------------- */
@@ -321,6 +399,7 @@ void *partd_pg_open(const char *url, const char *data_dir, char *err, size_t cap
     for (int i = 0; i < PARTD_PG_CONNS; i++)
         pthread_mutex_init(&s->conns[i].lock, NULL);
     pthread_mutex_init(&s->backoff_lock, NULL);
+    pthread_mutex_init(&s->queued_lock, NULL);
     atomic_store(&s->healthy, 1);
     atomic_store(&s->lease_ms, 30000);
     partd_pg_conn *c = &s->conns[0];
@@ -358,6 +437,7 @@ void partd_pg_close(void *state)
     }
     PQfinish(s->listener);
     pthread_mutex_destroy(&s->backoff_lock);
+    pthread_mutex_destroy(&s->queued_lock);
     free(s->url);
     free(s);
 }
@@ -387,6 +467,12 @@ int partd_pg_probe(void *state)
     int rc = partd_pg_command(s, c, "UPDATE partd_schema SET version = version", "probing");
     partd_pg_release(s, c);
     return rc;
+}
+
+uint64_t partd_pg_round_trips(void *state)
+{
+    partd_pg_store *s = state;
+    return atomic_load(&s->round_trips);
 }
 
 /* ---- LISTEN ----------------------------------------------------------------- */

@@ -4,7 +4,9 @@
  * are taken over, the attempt cap, renewals that report lost claims, final
  * states written only under the claim (never over a cancel), a shutdown's
  * requeue, announcements, the schema refused when newer, an unreachable
- * server, and reconnection after a server restart. The operations common to
+ * server, reconnection after a server restart, the round trips a job
+ * costs, a run's end written all or nothing, the cached depth of the queue,
+ * the postgres:// scheme and the migration of a version-1 schema. The operations common to
  * both backends are in test_store.c. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +289,214 @@ static void test_reconnects_after_a_server_restart(void **state)
     partd_store_close(s);
 }
 
+static void psql(const char *sql)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "psql -q -v ON_ERROR_STOP=1 '%s' -c \"%s\"", url, sql);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* What a job costs in round trips to the server, each path counted
+ * exactly: submit 1, claim 1 (for several jobs too), renewal 1 (for all
+ * leases), the end (result and final state) 1. */
+static void test_round_trips_per_job(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    uint64_t t0 = partd_store_round_trips(s);
+    insert(s, 0);
+    insert(s, 1);
+    assert_int_equal(partd_store_round_trips(s) - t0, 2);
+
+    t0 = partd_store_round_trips(s);
+    claimed a = claim(s, "A", 60000, 2);
+    assert_int_equal(a.n, 2);
+    assert_int_equal(partd_store_round_trips(s) - t0, 1);
+
+    t0 = partd_store_round_trips(s);
+    partd_store_lease leases[] = {{ID[0], 1}, {ID[1], 1}};
+    lost_ids lost = {0};
+    assert_int_equal(partd_store_renew(s, "A", 60000, leases, 2, on_lost, &lost), PARTD_OK);
+    assert_int_equal(lost.n, 0);
+    assert_int_equal(partd_store_round_trips(s) - t0, 1);
+
+    t0 = partd_store_round_trips(s);
+    partd_blob forms[PARTD_CODINGS] = {{(char *)"{\"plan\":1}", 10}};
+    partd_store_result res = {"sha256:k0", "\"e0\"", "{\"s\":1}", forms};
+    partd_job_row done[2] = {a.rows[0], a.rows[1]};
+    const partd_job_row *rows[2] = {&done[0], &done[1]};
+    for (int i = 0; i < 2; i++) {
+        done[i].status = PARTD_JOB_SUCCEEDED;
+        done[i].finished_ms = 7000;
+        done[i].summary = "{\"s\":1}";
+    }
+    assert_int_equal(partd_store_finish_jobs(s, &res, rows, 2), PARTD_OK);
+    assert_int_equal(partd_store_round_trips(s) - t0, 1);
+    for (int i = 0; i < 2; i++) {
+        partd_job_row got = get(s, i);
+        assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
+        assert_string_equal(got.summary, "{\"s\":1}");
+        partd_job_row_clear(&got);
+    }
+    partd_blob stored[PARTD_CODINGS];
+    char etag[72], *summary = NULL;
+    assert_int_equal(partd_store_get_result(s, "sha256:k0", stored, etag, &summary), PARTD_OK);
+    assert_string_equal(etag, "\"e0\"");
+    free(summary);
+    partd_blobs_free(stored);
+    partd_store_close(s);
+}
+
+/* A run's end is one transaction: when one of its rows cannot be written,
+ * neither the result nor any other row is, and the connection serves the
+ * next call. */
+static void test_finish_is_all_or_nothing(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    insert(s, 0);
+    insert(s, 1);
+    claimed a = claim(s, "A", 60000, 2);
+    psql("ALTER TABLE jobs ADD CONSTRAINT no_poison CHECK (summary IS DISTINCT FROM 'poison')");
+    partd_blob forms[PARTD_CODINGS] = {{(char *)"{}", 2}};
+    partd_store_result res = {"sha256:k0", "\"e\"", "{}", forms};
+    partd_job_row done[2] = {a.rows[0], a.rows[1]};
+    done[0].status = done[1].status = PARTD_JOB_SUCCEEDED;
+    done[0].finished_ms = done[1].finished_ms = 7000;
+    done[0].summary = "{}";
+    done[1].summary = "poison";
+    const partd_job_row *rows[2] = {&done[0], &done[1]};
+    assert_int_equal(partd_store_finish_jobs(s, &res, rows, 2), PARTD_EIO);
+    for (int i = 0; i < 2; i++) {
+        partd_job_row got = get(s, i);
+        assert_int_equal(got.status, PARTD_JOB_RUNNING);
+        partd_job_row_clear(&got);
+    }
+    partd_blob stored[PARTD_CODINGS];
+    char etag[72], *summary = NULL;
+    assert_int_equal(partd_store_get_result(s, "sha256:k0", stored, etag, &summary),
+                     PARTD_STORE_MISSING);
+    done[1].summary = "{}";
+    assert_int_equal(partd_store_finish_jobs(s, &res, rows, 2), PARTD_OK);
+    partd_job_row got = get(s, 1);
+    assert_int_equal(got.status, PARTD_JOB_SUCCEEDED);
+    partd_job_row_clear(&got);
+    partd_store_close(s);
+}
+
+/* The queue's depth is asked of the server at most once a second; this
+ * replica's own submissions, claims and requeues keep it right meanwhile. */
+static void test_queue_depth_is_cached(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    insert(s, 0);
+    uint64_t t0 = partd_store_round_trips(s);
+    assert_int_equal(partd_store_count_queued(s), 1);
+    assert_int_equal(partd_store_round_trips(s) - t0, 1);
+    insert(s, 1);
+    insert(s, 2);
+    assert_int_equal(partd_store_count_queued(s), 3);
+    /* A claim counts the queue as it goes: what is left costs no more. */
+    t0 = partd_store_round_trips(s);
+    claimed a = claim(s, "A", 60000, 2);
+    assert_int_equal(partd_store_count_queued(s), 1);
+    assert_int_equal(partd_store_round_trips(s) - t0, 1);
+    partd_job_row back = a.rows[0];
+    back.status = PARTD_JOB_QUEUED;
+    const partd_job_row *rows[] = {&back};
+    assert_int_equal(partd_store_finish_jobs(s, NULL, rows, 1), PARTD_OK);
+    assert_int_equal(partd_store_count_queued(s), 2); /* recounted after a requeue */
+    assert_int_equal(partd_store_cancel_job(s, ID[2], 9000, NULL), PARTD_OK);
+    assert_int_equal(partd_store_count_queued(s), 1);
+    partd_store_close(s);
+}
+
+/* libpq takes postgres:// as well as postgresql://; so does --store. */
+static void test_postgres_scheme(void **state)
+{
+    (void)state;
+    assert_int_equal(strncmp(url, "postgresql://", 13), 0);
+    char alias[300];
+    snprintf(alias, sizeof alias, "postgres://%s", url + 13);
+    char err[512];
+    int code = 0;
+    partd_store *s = partd_store_open_url(alias, "/nonexistent", err, sizeof err, &code);
+    if (!s)
+        fail_msg("open failed: %s", err);
+    assert_true(partd_store_shared(s));
+    insert(s, 0);
+    partd_store_close(s);
+    s = partd_store_open_url("postgres://127.0.0.1:1/x?connect_timeout=1", "/nonexistent", err,
+                             sizeof err, &code);
+    assert_null(s);
+    assert_int_equal(code, PARTD_EXIT_STORE_UNAVAILABLE); /* the scheme was known */
+}
+
+/* The first line psql prints for sql (without its newline). */
+static void psql_value(const char *sql, char *out, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "psql -At -v ON_ERROR_STOP=1 '%s' -c \"%s\"", url, sql);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    out[0] = '\0';
+    if (!fgets(out, (int)cap, f))
+        out[0] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    assert_int_equal(pclose(f), 0);
+}
+
+/* The schema of version 1 as the first partd wrote it, with a job queued. */
+static const char SCHEMA_V1[] =
+    "CREATE TABLE partd_schema (version integer NOT NULL);"
+    "INSERT INTO partd_schema VALUES (1);"
+    "CREATE TABLE jobs (seq bigserial PRIMARY KEY, id text NOT NULL UNIQUE, status text NOT NULL,"
+    " created_ms bigint NOT NULL, started_ms bigint, finished_ms bigint, graph_hash text NOT NULL,"
+    " cache_key text NOT NULL, cached integer NOT NULL DEFAULT 0, summary text, error text,"
+    " error_status integer NOT NULL DEFAULT 0, idempotency_key text UNIQUE, request_digest text,"
+    " request bytea, attempts integer NOT NULL DEFAULT 0, runner text, lease_until_ms bigint);"
+    "CREATE INDEX jobs_status_seq ON jobs (status, seq);"
+    "CREATE INDEX jobs_finished ON jobs (finished_ms);"
+    "CREATE TABLE results (cache_key text PRIMARY KEY, etag text NOT NULL, summary text NOT NULL,"
+    " body bytea NOT NULL, body_zstd bytea, body_gzip bytea, created_ms bigint NOT NULL,"
+    " used_ms bigint NOT NULL);"
+    "CREATE INDEX results_used ON results (used_ms);"
+    "INSERT INTO jobs (id, status, created_ms, graph_hash, cache_key, request) VALUES"
+    " ('00000000000000000000000000000001', 'queued', 1000, 'sha256:g', 'sha256:k0', 'BODY');";
+
+/* A store of version 1 is upgraded in place: its jobs stay (and are
+ * claimed as before), requests are stored uncompressed from then on, and
+ * claims have their index of unfinished jobs. */
+static void test_migrates_a_version_1_schema(void **state)
+{
+    (void)state;
+    psql(SCHEMA_V1);
+    partd_store *s = open_ok();
+    char got[64];
+    psql_value("SELECT max(version) FROM partd_schema", got, sizeof got);
+    assert_string_equal(got, "2");
+    psql_value("SELECT count(*) FROM partd_schema", got, sizeof got);
+    assert_string_equal(got, "1");
+    psql_value("SELECT attstorage FROM pg_attribute WHERE attrelid = 'jobs'::regclass "
+               "AND attname = 'request'", got, sizeof got);
+    assert_string_equal(got, "e");
+    psql_value("SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_unfinished'", got,
+               sizeof got);
+    assert_string_equal(got, "1");
+    claimed a = claim(s, "A", 60000, 2);
+    assert_int_equal(a.n, 1);
+    assert_string_equal(a.rows[0].id, ID[0]);
+    insert(s, 1);
+    partd_store_close(s);
+    /* Opened again (another replica, a restart): nothing left to do. */
+    s = open_ok();
+    psql_value("SELECT max(version) FROM partd_schema", got, sizeof got);
+    assert_string_equal(got, "2");
+    assert_int_equal(claim(s, "B", 60000, 2).n, 1);
+    partd_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +507,11 @@ int main(void)
         cmocka_unit_test_setup(test_newer_schema_is_refused, setup),
         cmocka_unit_test_setup(test_unreachable_server, setup),
         cmocka_unit_test_setup(test_reconnects_after_a_server_restart, setup),
+        cmocka_unit_test_setup(test_round_trips_per_job, setup),
+        cmocka_unit_test_setup(test_finish_is_all_or_nothing, setup),
+        cmocka_unit_test_setup(test_queue_depth_is_cached, setup),
+        cmocka_unit_test_setup(test_postgres_scheme, setup),
+        cmocka_unit_test_setup(test_migrates_a_version_1_schema, setup),
     };
     char why[512];
     int rc = partd_pg_server_start(&pg, why, sizeof why);

@@ -6,7 +6,10 @@ replicas sharing 30 jobs, each run once with results byte-identical to
 `partd plan`; kill -9 of a replica while it plans (the other takes its jobs
 over within the lease + 2 s, same bytes); cancel from the other replica;
 shared cache and idempotency keys; a database restart (readiness 503 and
-back on its own, POST answered 503 promptly, nothing accepted lost).
+back on its own, POST answered 503 promptly, /livez and /version answered
+while claims and renewals fail, nothing accepted lost); the round trips a
+job costs; partd_jobs_queued reporting the shared queue; the postgres://
+scheme.
 """
 import datetime
 import time
@@ -124,6 +127,18 @@ def test_database_restart(make_daemon, pg_server, pg_url, tmp_path):
         wait_until("/readyz 503 while the database is down",
                    lambda: a.status("/readyz") == 503, timeout=30)
         assert a.status("/livez") == 200
+        # While claims, renewals and reconnects keep failing, what needs no
+        # database answers (the bound is one only a hang would break).
+        tries = a.log().count("cannot connect to PostgreSQL")
+
+        def answered_while_failing():
+            for path in ("/livez", "/version"):
+                t = time.monotonic()
+                assert a.status(path) == 200
+                assert time.monotonic() - t < 10.0
+            return a.log().count("cannot connect to PostgreSQL") >= tries + 3
+        wait_until("three reconnects failed while /livez and /version answered",
+                   answered_while_failing, timeout=60)
         t = time.monotonic()
         r = a.post_job(chain_request(10, seed=4))
         assert r.status == 503, r
@@ -171,3 +186,58 @@ def test_attempt_cap_holds_across_replicas(make_daemon, pg_url, medium_body):
     assert job["status"] == "failed", job
     assert job["attempts"] == 3 and job["runner"] == "D", job
     assert job["error"]["type"].endswith("planner-crashed"), job
+
+
+def wait_succeeded(pg_server, url, n):
+    db = url.rsplit("/", 1)[1]
+    wait_until(f"{n} jobs succeeded", lambda: pg_server.psql(
+        "SELECT count(*) FROM jobs WHERE status = 'succeeded'", db=db) == str(n),
+        timeout=120, interval=0.05)
+
+
+def test_round_trips_per_job(make_daemon, pg_server, pg_url):
+    """What a job costs in round trips to the database, counted by the
+    replica: at submission a look for a stored result and the insert, then
+    its claim and its end (result and final state together): 4, and 5 at
+    most (a claim that finds the queue empty, when an announcement crossed
+    the claim before). Besides, the poll timer
+    claims twice a second (it finds jobs whose replica died), and the queue
+    is counted at most once a second. Progress is watched in the database
+    itself: a GET would be a round trip too."""
+    a = make_daemon("--store", pg_url, "--name", "A", "--workers", "1", "--lease-ms", "600000")
+    n = 12
+    start = time.monotonic()
+    before = a.metric("partd_store_round_trips_total")
+    assert before is not None
+    for i in range(n):
+        r = a.post_job(chain_request(10, seed=500 + i))
+        assert r.status == 202, r
+    wait_succeeded(pg_server, pg_url, n)
+    trips = a.metric("partd_store_round_trips_total") - before
+    elapsed = time.monotonic() - start
+    allowance = 2 * (elapsed + 1) + (elapsed + 2)  # poll timer, queue counts
+    print(f"{trips:.0f} round trips for {n} jobs in {elapsed:.2f} s")
+    assert trips <= 5 * n + allowance, (trips, elapsed)
+
+
+def test_queued_metric_counts_the_shared_queue(make_daemon, pg_url, slow_body):
+    """partd_jobs_queued is the store's queue, not this replica's share of
+    it: with the only planner busy, jobs posted stay queued in the store
+    (a replica's own count of them is 0 once they are handed on)."""
+    a, = replicas(make_daemon, pg_url, "--workers", "1", names=("A",))
+    slow = a.post_job(slow_body).json()["id"]
+    wait_until("slow job running", lambda: a.job(slow)["status"] == "running")
+    for i in range(3):
+        assert a.post_job(chain_request(10, seed=600 + i)).status == 202
+    wait_until("three queued", lambda: a.metric("partd_jobs_queued") == 3, timeout=30)
+    b, = replicas(make_daemon, pg_url, "--workers", "1", names=("B",))
+    wait_until("B took them", lambda: b.metric("partd_jobs_queued") == 0, timeout=60)
+    assert a.request("DELETE", f"/v1/jobs/{slow}").status == 200
+
+
+def test_postgres_scheme(make_daemon, pg_url):
+    """libpq's other spelling of the scheme works for --store too."""
+    assert pg_url.startswith("postgresql://")
+    a = make_daemon("--store", "postgres://" + pg_url[len("postgresql://"):], "--name", "A")
+    job_id = a.post_job(chain_request(10, seed=700)).json()["id"]
+    assert a.wait_job(job_id)["status"] == "succeeded"
