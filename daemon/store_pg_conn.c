@@ -58,8 +58,9 @@ static const char *const MIGRATIONS[SCHEMA_VERSION] = {
     " used_ms bigint NOT NULL);"
     "CREATE INDEX results_used ON results (used_ms);",
     /* 2: a request is written once, read once by its claim and dropped when
-     * the job ends: kept uncompressed (no compression on every insert and
-     * claim). Claims look only at unfinished jobs, through an index of
+     * the job ends; partd packs it as a zstd frame itself (intake.h), which
+     * no version-1 partd can read, so PostgreSQL's own compression is off.
+     * Claims look only at unfinished jobs, through an index of
      * them alone, however many finished ones the table keeps. */
     "ALTER TABLE jobs ALTER COLUMN request SET STORAGE EXTERNAL;"
     "CREATE INDEX jobs_unfinished ON jobs (seq) WHERE status IN ('queued', 'running');",
