@@ -84,14 +84,20 @@ typedef struct brute {
     double t[MAXD];
 } brute;
 
-/* The table's value for the stage [a, b) at position p of S on class cls;
- * INFINITY when the range is not in the table. */
+/* The value of the stage [a, b) at position p of S on class cls, from its
+ * row; INFINITY when the range is not a candidate stage. */
 static double cell(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls, uint32_t p,
                    uint32_t S)
 {
     if (b - a > md->len[a])
         return INFINITY;
-    return *tr_cell(md, a, b, cls, tr_kidx(md, tr_k(md, S - p)));
+    tr_rows *rows;
+    const double *row;
+    assert_int_equal(tr_rows_init(md, &rows), PARTD_OK);
+    assert_int_equal(tr_row(rows, a, &row), PARTD_OK);
+    double v = row[tr_row_index(md, a, b, cls, tr_kidx(md, tr_k(md, S - p)))];
+    tr_rows_free(rows);
+    return v;
 }
 
 static double score(const tr_model *md, const double *t, uint32_t S)
@@ -183,7 +189,7 @@ static int compare(int shortfall, uint32_t *n_found)
     if (rc != PARTD_OK)
         fprintf(stderr, "model: %s %s\n", partd_strerror(rc), pb.detail ? pb.detail : "");
     assert_int_equal(rc, PARTD_OK);
-    assert_int_equal(tr_table_build(&md, shortfall, NULL, &pb), PARTD_OK);
+    assert_int_equal(tr_ranges_build(&md, shortfall, NULL, &pb), PARTD_OK);
     tr_solution sol;
     assert_int_equal(tr_search(&md, NULL, &sol), PARTD_OK);
     double want = brute_best(&md);
@@ -264,7 +270,7 @@ static void test_search_limit(void **state)
     tr_model md;
     assert_int_equal(tr_model_build(&md, req, &pb), PARTD_OK);
     assert_int_equal(md.n_classes, n_dev);
-    assert_int_equal(tr_table_build(&md, 0, NULL, &pb), PARTD_OK);
+    assert_int_equal(tr_ranges_build(&md, 0, NULL, &pb), PARTD_OK);
     tr_solution sol;
     assert_int_equal(tr_search(&md, NULL, &sol), PARTD_ETOOBIG);
     assert_int_equal(sol.found, 0);
@@ -289,7 +295,7 @@ static void test_cancelled(void **state)
         partd_problem_init(&pb);
         tr_model md;
         assert_int_equal(tr_model_build(&md, req, &pb), PARTD_OK);
-        assert_int_equal(tr_table_build(&md, 0, NULL, &pb), PARTD_OK);
+        assert_int_equal(tr_ranges_build(&md, 0, NULL, &pb), PARTD_OK);
         partd_cancel cancel;
         partd_cancel_init(&cancel, 0);
         atomic_store(&cancel.cancelled, 1);
