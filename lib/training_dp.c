@@ -49,19 +49,38 @@ static inline int past_bound(const tr_dp *d, uint32_t a, uint32_t b, double spee
            (md->fb_prefix[b] - md->fb_prefix[a]) / speed_m * (1 - 1e-12) > d->bound;
 }
 
-/* Row a's values into *row (0 and d->rc set on error), and the least value
- * above succ_of among them into d->succ. */
+/* How much of row a a pass needs: the stages that fit the bound on some
+ * class, and while it looks for the least value above its bound, those
+ * that may be less than the least seen so far. A stage's value is at
+ * least its forward + backward time on the fastest class, with the margin
+ * of past_bound. */
+static uint32_t row_extent(const tr_dp *d, uint32_t a)
+{
+    const tr_model *md = d->md;
+    double limit = d->want_succ && d->succ > d->bound ? d->succ : d->bound;
+    if (d->max_mode || isinf(limit))
+        return md->len[a];
+    uint32_t n = 0;
+    while (n < md->len[a] &&
+           (md->fb_prefix[a + n + 1] - md->fb_prefix[a]) / d->fastest_m * (1 - 1e-12) <= limit)
+        n++;
+    return n;
+}
+
+/* Row a's values (the part row_extent says) into *row (0 and d->rc set on
+ * error), and the least value above succ_of among them into d->succ. */
 static int row_at(tr_dp *d, uint32_t a, const double **row)
 {
     const tr_model *md = d->md;
-    int rc = tr_row(d->rows, a, row);
+    uint32_t n = row_extent(d, a);
+    int rc = tr_row(d->rows, a, n, row);
     if (rc != PARTD_OK) {
         d->rc = rc;
         d->frontier_limit = rc == PARTD_ETOOBIG;
         return 0;
     }
     if (d->want_succ) {
-        size_t cells = (size_t)md->len[a] * md->n_classes * md->n_k;
+        size_t cells = (size_t)n * md->n_classes * md->n_k;
         for (size_t i = 0; i < cells; i++)
             if ((*row)[i] > d->succ_of && (*row)[i] < d->succ)
                 d->succ = (*row)[i];
@@ -347,6 +366,9 @@ int tr_dp_init(tr_dp *d, const tr_model *md, const partd_cancel *cancel)
     memset(d, 0, sizeof *d);
     d->md = md;
     d->cancel = cancel;
+    for (uint32_t j = 0; j < md->n_classes; j++)
+        if (md->cls_speed[j] * md->M > d->fastest_m)
+            d->fastest_m = md->cls_speed[j] * md->M;
     int rc = md->opt->device_order_auto ? init_auto(d) : init_given(d);
     if (rc == PARTD_OK)
         rc = tr_rows_init(md, &d->rows);

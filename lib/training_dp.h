@@ -30,6 +30,7 @@ typedef struct tr_dp {
     double bound;
     double succ_of, succ;      /* succ: least stage value > succ_of seen */
     int want_succ;
+    double fastest_m;          /* the fastest class's speed x M */
     uint32_t Q;                /* count vectors (auto) */
     uint32_t *radix, *cap;     /* per class (auto) */
     uint32_t *qsum;            /* stages in a count vector */

@@ -132,15 +132,16 @@ static inline void tr_mem(const tr_model *md, int64_t delta)
  * shortfall = 0, least times; 1, least memory shortfalls. */
 int tr_ranges_build(tr_model *md, int shortfall, const partd_cancel *cancel, partd_problem *pb);
 
-/* One row of values at a time: tr_row(r, a, &cells) computes the values of
- * every candidate stage [a, b), cell (b, cls, kidx) at
+/* One row of values at a time: tr_row(r, a, n, &cells) computes the values
+ * of the first n (at most len[a]) candidate stages [a, b), b = a + 1 ..
+ * a + n, cell (b, cls, kidx) at
  * ((b - a - 1) * n_classes + cls) * n_k + kidx; the cells stay valid until
  * the next call. Errors: PARTD_ENOMEM, PARTD_ETOOBIG (a stage has more
  * Pareto points than TR_MAX_FRONTIER; tr_frontier_problem says so). */
 typedef struct tr_rows tr_rows;
 int tr_rows_init(const tr_model *md, tr_rows **out);
 void tr_rows_free(tr_rows *r);
-int tr_row(tr_rows *r, uint32_t a, const double **cells);
+int tr_row(tr_rows *r, uint32_t a, uint32_t n, const double **cells);
 
 static inline size_t tr_row_index(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls,
                                   uint32_t kidx)

@@ -50,7 +50,7 @@ static int bottleneck(const tr_dp *d, const tr_solution *sol, double *out)
     for (uint32_t p = 0; p < sol->S; p++) {
         const tr_pick *pk = &sol->stages[p];
         const double *row;
-        int rc = tr_row(d->rows, pk->a, &row);
+        int rc = tr_row(d->rows, pk->a, pk->b - pk->a, &row);
         if (rc != PARTD_OK)
             return rc;
         double t = row[tr_row_index(md, pk->a, pk->b, pk->cls, tr_kidx(md, pk->k))];

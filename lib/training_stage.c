@@ -516,13 +516,13 @@ void tr_rows_free(tr_rows *r)
     free(r);
 }
 
-int tr_row(tr_rows *r, uint32_t a, const double **cells)
+int tr_row(tr_rows *r, uint32_t a, uint32_t n, const double **cells)
 {
     const tr_model *md = r->it.md;
     size_t nq = (size_t)md->n_classes * md->n_k;
     int rc = PARTD_OK;
     iter_start(&r->it, a);
-    for (uint32_t l = 0; l < md->len[a] && rc == PARTD_OK; l++) {
+    for (uint32_t l = 0; l < n && l < md->len[a] && rc == PARTD_OK; l++) {
         iter_next(&r->it);
         rc = fill_row(&r->it, md->shortfall, r->bs, r->cls_of, r->k_of, r->cells + l * nq);
     }

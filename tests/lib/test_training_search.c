@@ -94,7 +94,7 @@ static double cell(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls, uin
     tr_rows *rows;
     const double *row;
     assert_int_equal(tr_rows_init(md, &rows), PARTD_OK);
-    assert_int_equal(tr_row(rows, a, &row), PARTD_OK);
+    assert_int_equal(tr_row(rows, a, b - a, &row), PARTD_OK);
     double v = row[tr_row_index(md, a, b, cls, tr_kidx(md, tr_k(md, S - p)))];
     tr_rows_free(rows);
     return v;
