@@ -27,18 +27,6 @@
 int partd_training(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
                    partd_problem *problem);
 
-/* What the search held: the stage values are computed one row (one first
- * unit) at a time, so these grow linearly with the units for a fixed set
- * of devices and microbatches. Deterministic counts, for tests and the
- * benchmark. */
-typedef struct partd_training_stats {
-    uint64_t peak_bytes;       /* high-water mark of the search's buffers */
-    uint64_t live_bytes;       /* held now (0 once the planner returns) */
-    uint64_t row_cells;        /* cells of the largest row buffer */
-    uint64_t rows;             /* rows computed */
-    uint32_t passes;           /* DP passes over the units */
-} partd_training_stats;
-
 /* partd_training, filling *stats (zeroed first). */
 int partd_training_stats_run(const partd_request *req, const partd_cancel *cancel,
                              partd_plan **out, partd_problem *problem,

@@ -37,7 +37,7 @@
 #include "model.h"
 #include "pipeline_model.h"
 #include "problem.h"
-#include "training.h"
+#include "training_types.h"
 
 typedef struct tr_unit {
     int32_t lo, hi;            /* operation ranks [lo, hi) */
