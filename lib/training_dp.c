@@ -219,26 +219,81 @@ static void run_tails(tr_dp *d)
     }
 }
 
-/* The best stage count and the unit where the tail starts (in `state`). */
-static tr_final solve_given(tr_dp *d)
+/* Adds to the tail nodes the tails of the stage counts from *S on, as many
+ * as fit tail_cap nodes (at least one), sharing equal class sequences;
+ * *S becomes the first stage count left out. */
+static void build_batch(tr_dp *d, uint32_t *S, uint32_t hi)
 {
     const tr_model *md = d->md;
-    uint32_t n = md->n_units, N1 = n + 1, fixed = md->opt->stages;
-    uint32_t lo = fixed ? fixed : 1, hi = fixed ? fixed : md->max_stages;
-    tr_final best = {INFINITY, 0, 0};
-    run_front(d);
-    if (d->rc == PARTD_OK)
-        run_tails(d);
-    for (uint32_t S = lo; S <= hi && d->rc == PARTD_OK; S++) {
+    d->n_nodes = 1;
+    for (uint32_t first = *S; *S <= hi; (*S)++) {
+        uint32_t L = tail_len(md, *S), cur = 0, q = 1;
+        /* The part of the tail already there, then what it needs. */
+        for (; q <= L; q++) {
+            uint32_t cls = md->dev_class[*S - q], i = 1;
+            while (i < d->n_nodes && !(d->node_parent[i] == cur && d->node_cls[i] == cls))
+                i++;
+            if (i == d->n_nodes)
+                break;
+            cur = i;
+        }
+        if (*S > first && d->n_nodes + (L - q + 1) > d->tail_cap)
+            return;
+        for (; q <= L; q++) {
+            uint32_t i = d->n_nodes++;
+            d->node_parent[i] = cur;
+            d->node_cls[i] = md->dev_class[*S - q];
+            d->node_depth[i] = q;
+            cur = i;
+        }
+        d->tail_node[*S] = cur;
+    }
+}
+
+/* The stage counts from `first` to before `end` of the tails computed:
+ * the best plan into *best (stage counts ascending, the first best kept). */
+static int best_of_batch(tr_dp *d, uint32_t first, uint32_t end, tr_final *best)
+{
+    const tr_model *md = d->md;
+    uint32_t n = md->n_units, N1 = n + 1;
+    int improved = 0;
+    for (uint32_t S = first; S < end; S++) {
         uint32_t L = tail_len(md, S);
         const double *G = d->f + (size_t)(S - L) * N1, *H = d->h + (size_t)d->tail_node[S] * N1;
         for (uint32_t a = 0; a <= n; a++) {
             if (isinf(G[a]) || isinf(H[a]))
                 continue;
             double v = combine(d, G[a], H[a]);
-            if (v < best.value)
-                best = (tr_final){v, a, S};
+            if (v < best->value) {
+                *best = (tr_final){v, a, S};
+                improved = 1;
+            }
         }
+    }
+    return improved;
+}
+
+/* The best stage count and the unit where the tail starts (in `state`);
+ * the tails' picks left are those of the best's batch. */
+static tr_final solve_given(tr_dp *d)
+{
+    const tr_model *md = d->md;
+    uint32_t fixed = md->opt->stages;
+    uint32_t lo = fixed ? fixed : 1, hi = fixed ? fixed : md->max_stages;
+    uint32_t S = lo, best_first = lo, last_first = lo;
+    tr_final best = {INFINITY, 0, 0};
+    run_front(d);
+    while (S <= hi && d->rc == PARTD_OK) {
+        last_first = S;
+        build_batch(d, &S, hi);
+        run_tails(d);
+        if (d->rc == PARTD_OK && best_of_batch(d, last_first, S, &best))
+            best_first = last_first;
+    }
+    if (d->rc == PARTD_OK && best.S && best_first != last_first) {
+        S = best_first;
+        build_batch(d, &S, hi);
+        run_tails(d);
     }
     return best;
 }
@@ -312,52 +367,40 @@ static int init_auto(tr_dp *d)
     return build_lists(d);
 }
 
-/* The tail nodes of every stage count allowed, sharing equal class
- * sequences, and the front's depth P. */
+/* The front's depth P and room for the tails: every stage count's at once
+ * when TR_MAX_STATES allows (or md->tail_cap, for tests), else in batches. */
 static int init_given(tr_dp *d)
 {
     const tr_model *md = d->md;
     uint32_t fixed = md->opt->stages, N1 = md->n_units + 1;
-    uint32_t lo = fixed ? fixed : 1, hi = fixed ? fixed : md->max_stages, most = 1;
+    uint32_t lo = fixed ? fixed : 1, hi = fixed ? fixed : md->max_stages, most = 1, longest = 0;
     for (uint32_t S = lo; S <= hi; S++) {
-        most += tail_len(md, S);
-        if (S - tail_len(md, S) > d->P)
-            d->P = S - tail_len(md, S);
+        uint32_t L = tail_len(md, S);
+        most += L;
+        longest = L > longest ? L : longest;
+        if (S - L > d->P)
+            d->P = S - L;
     }
-    d->node_parent = calloc(most, sizeof *d->node_parent);
-    d->node_cls = calloc(most, sizeof *d->node_cls);
-    d->node_depth = calloc(most, sizeof *d->node_depth);
-    d->tail_node = calloc(hi + 1, sizeof *d->tail_node);
-    if (!d->node_parent || !d->node_cls || !d->node_depth || !d->tail_node)
-        return PARTD_ENOMEM;
-    d->n_nodes = 1;
-    for (uint32_t S = lo; S <= hi; S++) {
-        uint32_t cur = 0;
-        for (uint32_t q = 1; q <= tail_len(md, S); q++) {
-            uint32_t cls = md->dev_class[S - q], i = 1;
-            while (i < d->n_nodes && !(d->node_parent[i] == cur && d->node_cls[i] == cls))
-                i++;
-            if (i == d->n_nodes) {
-                d->node_parent[i] = cur;
-                d->node_cls[i] = cls;
-                d->node_depth[i] = q;
-                d->n_nodes++;
-            }
-            cur = i;
-        }
-        d->tail_node[S] = cur;
-    }
-    size_t front = (size_t)(d->P + 1) * N1, tails = (size_t)d->n_nodes * N1;
-    if (front > TR_MAX_STATES || tails > TR_MAX_STATES)
+    uint64_t room = TR_MAX_STATES / N1;
+    if (md->tail_cap)
+        room = md->tail_cap;
+    d->tail_cap = (uint32_t)(most < room ? most : room);
+    size_t front = (size_t)(d->P + 1) * N1, tails = (size_t)d->tail_cap * N1;
+    if (front > TR_MAX_STATES || d->tail_cap < longest + 1)
         return PARTD_ETOOBIG;
+    d->node_parent = calloc(d->tail_cap, sizeof *d->node_parent);
+    d->node_cls = calloc(d->tail_cap, sizeof *d->node_cls);
+    d->node_depth = calloc(d->tail_cap, sizeof *d->node_depth);
+    d->tail_node = calloc(hi + 1, sizeof *d->tail_node);
     d->f = malloc(front * sizeof *d->f);
     d->pick_b = calloc(front, sizeof *d->pick_b);
     d->h = malloc(tails * sizeof *d->h);
     d->h_pick = calloc(tails, sizeof *d->h_pick);
-    if (!d->f || !d->pick_b || !d->h || !d->h_pick)
+    if (!d->node_parent || !d->node_cls || !d->node_depth || !d->tail_node || !d->f ||
+        !d->pick_b || !d->h || !d->h_pick)
         return PARTD_ENOMEM;
     d->counted += (int64_t)((front + tails) * (sizeof(double) + sizeof(uint32_t)) +
-                            (size_t)most * 12 + (size_t)(hi + 1) * 4);
+                            (size_t)d->tail_cap * 12 + (size_t)(hi + 1) * 4);
     return PARTD_OK;
 }
 

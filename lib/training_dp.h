@@ -8,7 +8,8 @@
  * tr_rows (training_model.h) and forgets the row once used, so a DP holds
  * O(units x states) numbers: states are count vectors per device class
  * (device_order auto), or stage positions and the 1f1b tails' class
- * sequences (device_order given). While it runs, a pass also finds the
+ * sequences (device_order given; every stage count's tails in one pass, or
+ * in batches when they would pass the state limit). While it runs, a pass also finds the
  * least stage value above `succ_of` (any row, any class and k): the next
  * candidate bound, without a table of them.
  *
@@ -47,7 +48,7 @@ typedef struct tr_dp {
      * adds the stage q = depth[i] from the end on class cls[i] before
      * parent[i]; tails of stage counts with the same classes share nodes.
      * h[i][a]: the best tail of node i covering units [a, n). */
-    uint32_t P, n_nodes;
+    uint32_t P, n_nodes, tail_cap; /* tail nodes: held, room for */
     uint32_t *node_parent, *node_cls, *node_depth, *tail_node; /* tail_node per S */
     double *h;
     uint32_t *h_pick;

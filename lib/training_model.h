@@ -88,6 +88,7 @@ typedef struct tr_model {
     int64_t max_mem;
 
     uint32_t max_stages;       /* options.stages, or min(devices, units) */
+    uint32_t tail_cap;         /* tests: tail nodes per DP pass (0: the state limit) */
     uint32_t n_k;              /* k values in the table: 1 (gpipe) or min(M, max_stages) */
 
     /* The candidate stages: ranges [a, a+1) .. [a, a + len[a]). */
