@@ -381,26 +381,29 @@ static int init_given(tr_dp *d)
         if (S - L > d->P)
             d->P = S - L;
     }
-    uint64_t room = TR_MAX_STATES / N1;
-    if (md->tail_cap)
-        room = md->tail_cap;
-    d->tail_cap = (uint32_t)(most < room ? most : room);
+    d->node_parent = calloc(most, sizeof *d->node_parent);
+    d->node_cls = calloc(most, sizeof *d->node_cls);
+    d->node_depth = calloc(most, sizeof *d->node_depth);
+    d->tail_node = calloc(hi + 1, sizeof *d->tail_node);
+    if (!d->node_parent || !d->node_cls || !d->node_depth || !d->tail_node)
+        return PARTD_ENOMEM;
+    /* The nodes all the tails need, shared: the room to hold. */
+    uint32_t S = lo;
+    d->tail_cap = most;
+    build_batch(d, &S, hi);
+    uint64_t room = md->tail_cap ? md->tail_cap : TR_MAX_STATES / N1;
+    d->tail_cap = (uint32_t)(d->n_nodes < room ? d->n_nodes : room);
     size_t front = (size_t)(d->P + 1) * N1, tails = (size_t)d->tail_cap * N1;
     if (front > TR_MAX_STATES || d->tail_cap < longest + 1)
         return PARTD_ETOOBIG;
-    d->node_parent = calloc(d->tail_cap, sizeof *d->node_parent);
-    d->node_cls = calloc(d->tail_cap, sizeof *d->node_cls);
-    d->node_depth = calloc(d->tail_cap, sizeof *d->node_depth);
-    d->tail_node = calloc(hi + 1, sizeof *d->tail_node);
     d->f = malloc(front * sizeof *d->f);
     d->pick_b = calloc(front, sizeof *d->pick_b);
     d->h = malloc(tails * sizeof *d->h);
     d->h_pick = calloc(tails, sizeof *d->h_pick);
-    if (!d->node_parent || !d->node_cls || !d->node_depth || !d->tail_node || !d->f ||
-        !d->pick_b || !d->h || !d->h_pick)
+    if (!d->f || !d->pick_b || !d->h || !d->h_pick)
         return PARTD_ENOMEM;
     d->counted += (int64_t)((front + tails) * (sizeof(double) + sizeof(uint32_t)) +
-                            (size_t)d->tail_cap * 12 + (size_t)(hi + 1) * 4);
+                            (size_t)most * 12 + (size_t)(hi + 1) * 4);
     return PARTD_OK;
 }
 
