@@ -118,15 +118,41 @@ static int training_figures(reader *rd, json_t *o, const char *at, show_part *p)
     TRY(names(rd, o, at, "units", 0, &units));
     p->n_units = units ? json_array_size(units) : 0;
     TRY(names(rd, o, at, "checkpointed", 1, &p->checkpointed));
+    /* The stage's own memory split (absent from results of older versions):
+     * memory_bytes = param + input + activation memory. */
+    double pm = 0, im = 0, am = 0;
+    int has_p = number(rd, o, at, "param_memory_bytes", 0, &pm);
+    TRY(has_p);
+    int has_i = number(rd, o, at, "input_memory_bytes", 0, &im);
+    TRY(has_i);
+    int has_a = number(rd, o, at, "activation_memory_bytes", 0, &am);
+    TRY(has_a);
+    p->has_memory_split = has_p && has_i && has_a;
+    if (p->has_memory_split) {
+        p->params = pm;
+        p->received = im;
+        p->rest = am;
+    }
     return PARTD_OK;
 }
 
-/* Splits memory_bytes into parameters, received tensors and the rest. The
- * result does not carry param_factor, so the parameter part is the bytes of
- * the parameters themselves (1x) and any optimizer state lands in the rest.
- * A training stage holds in_flight microbatches of its received tensors. */
+/* Splits memory_bytes into parameters, received tensors and the rest. A
+ * training stage says its split (param_memory_bytes, with param_factor;
+ * input_memory_bytes; activation_memory_bytes): used as given, scaled down
+ * only if it were to exceed memory_bytes. Otherwise the result does not
+ * carry param_factor, so the parameter part is the bytes of the parameters
+ * themselves (1x) and any optimizer state lands in the rest, and a training
+ * stage holds in_flight microbatches of its received tensors. */
 static void split_memory(show_part *p, int training, long microbatches)
 {
+    if (p->has_memory_split) {
+        double sum = p->params + p->received + p->rest;
+        double f = sum > p->memory_bytes && sum > 0 ? p->memory_bytes / sum : 1.0;
+        p->params *= f;
+        p->received *= f;
+        p->rest = fmax(0.0, p->memory_bytes - p->params - p->received);
+        return;
+    }
     double received = p->received;
     if (training && microbatches > 0)
         received = received * (double)p->in_flight / (double)microbatches;

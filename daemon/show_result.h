@@ -24,8 +24,11 @@ typedef struct show_part {
     long nodes;                 /* operation nodes; -1 when the result omits them */
     double memory_bytes;
     double device_memory_bytes; /* < 0: the result predates v2 and does not say */
-    /* memory_bytes = params + received + rest (each >= 0). */
+    /* memory_bytes = params + received + rest (each >= 0); for a training
+     * stage whose result says so (has_memory_split), its param, input and
+     * activation memory. */
     double params, received, rest;
+    int has_memory_split;
     double time_ms, compute_ms;
     /* training only */
     double forward_ms, backward_ms, recompute_ms, comm_ms;

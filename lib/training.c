@@ -1,5 +1,5 @@
 /*
- * training.c - the training planner's entry: model, stage table, search,
+ * training.c - the training planner's entry: model, candidate stages, search,
  * and the plan or the problem document; see training.h.
  */
 #include "training.h"
@@ -231,19 +231,24 @@ static int search_limit(const partd_request *req, partd_problem *pb)
     return PARTD_ETOOBIG;
 }
 
-int partd_training(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
-                   partd_problem *problem)
+int partd_training_stats_run(const partd_request *req, const partd_cancel *cancel,
+                             partd_plan **out, partd_problem *problem,
+                             partd_training_stats *stats)
 {
     *out = NULL;
     tr_model md;
     tr_solution sol = {0};
     int rc = tr_model_build(&md, req, problem);
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        md.stats = stats;
+    }
     if (rc == PARTD_OK)
-        rc = tr_table_build(&md, 0, cancel, problem);
+        rc = tr_ranges_build(&md, 0, cancel, problem);
     if (rc == PARTD_OK)
         rc = tr_search(&md, cancel, &sol);
     if (rc == PARTD_OK && !sol.found) {
-        rc = tr_table_build(&md, 1, cancel, problem);
+        rc = tr_ranges_build(&md, 1, cancel, problem);
         if (rc == PARTD_OK)
             rc = tr_search(&md, cancel, &sol);
         if (rc == PARTD_OK)
@@ -251,6 +256,8 @@ int partd_training(const partd_request *req, const partd_cancel *cancel, partd_p
     } else if (rc == PARTD_OK) {
         rc = build_plan(&md, &sol, out);
     }
+    if (rc == PARTD_ETOOBIG && sol.frontier_limit && !problem->status)
+        tr_frontier_problem(problem);
     if (rc == PARTD_ETOOBIG && !problem->status)
         search_limit(req, problem);
     if (rc == PARTD_EINTERNAL)
@@ -260,6 +267,12 @@ int partd_training(const partd_request *req, const partd_cancel *cancel, partd_p
     tr_solution_free(&sol);
     tr_model_free(&md);
     return rc;
+}
+
+int partd_training(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
+                   partd_problem *problem)
+{
+    return partd_training_stats_run(req, cancel, out, problem, NULL);
 }
 
 uint32_t partd_training_default_depth(const partd_request *req)

@@ -27,5 +27,10 @@
 int partd_training(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
                    partd_problem *problem);
 
+/* partd_training, filling *stats (zeroed first). */
+int partd_training_stats_run(const partd_request *req, const partd_cancel *cancel,
+                             partd_plan **out, partd_problem *problem,
+                             partd_training_stats *stats);
+
 
 #endif

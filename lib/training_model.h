@@ -8,16 +8,23 @@
  *     checkpoint rule the first reader outside the node's unit;
  *   - the device classes: devices with the same speed and memory_bytes are
  *     interchangeable, so searches count stages per class;
- *   - the stage table (training_stage.c): for every contiguous unit range
- *     [a, b) that can fit some device, every device class and every number
- *     of microbatches in flight k, the least stage time over the allowed
+ *   - the candidate stages (training_stage.c): from every unit a, the
+ *     ranges [a, a + 1) .. [a, a + len[a]) that can belong to an optimal
+ *     plan. Their values - for every device class and every number of
+ *     microbatches in flight k, the least stage time over the allowed
  *     checkpoint sets that fit the class's memory (INFINITY when none fits),
- *     or in shortfall mode the least memory minus the class's memory.
+ *     or in shortfall mode the least memory minus the class's memory - are
+ *     not stored: the search computes one row (one first unit a) at a time
+ *     (tr_rows), so the planner's memory stays linear in the units.
  * The checkpoint sets' Pareto frontier is training_frontier.h.
  * The pipeline planner's window (pipeline_model.h) counts each stage's
  * received bytes and parameters (shared ones once, get_attr as parameters).
  *
- * Ownership: tr_model owns every array (tr_model_free). Errors: PARTD_ENOMEM,
+ * Memory: md->stats (never NULL) counts the bytes the search holds (the
+ * row buffers and DP arrays) and their high-water mark; tr_mem() keeps it.
+ *
+ * Ownership: tr_model owns every array (tr_model_free); a tr_rows owns its
+ * buffers (tr_rows_free). Errors: PARTD_ENOMEM,
  * PARTD_EINVALID (problem filled: more stages than units), PARTD_ETOOBIG
  * (problem filled: a search limit), the cancel flag's codes.
  */
@@ -30,6 +37,7 @@
 #include "model.h"
 #include "pipeline_model.h"
 #include "problem.h"
+#include "training_types.h"
 
 typedef struct tr_unit {
     int32_t lo, hi;            /* operation ranks [lo, hi) */
@@ -80,14 +88,15 @@ typedef struct tr_model {
     int64_t max_mem;
 
     uint32_t max_stages;       /* options.stages, or min(devices, units) */
+    uint32_t tail_cap;         /* tests: tail nodes per DP pass (0: the state limit) */
     uint32_t n_k;              /* k values in the table: 1 (gpipe) or min(M, max_stages) */
 
-    /* The stage table: ranges [a, a+1) .. [a, a + len[a]) from off[a]. */
+    /* The candidate stages: ranges [a, a+1) .. [a, a + len[a]). */
     uint32_t *len;
-    uint64_t *off;
-    uint64_t n_ranges;
-    double *table;             /* n_ranges * n_classes * n_k */
-    int shortfall;             /* table holds least memory minus class memory */
+    uint32_t max_len;          /* the largest len[a] */
+    int shortfall;             /* values are least memory minus class memory */
+    partd_training_stats *stats; /* the caller's, or own_stats */
+    partd_training_stats own_stats;
 } tr_model;
 
 /* training_units.c */
@@ -109,17 +118,40 @@ static inline uint32_t tr_kidx(const tr_model *md, uint32_t k)
     return md->opt->schedule == PARTD_SCHEDULE_GPIPE ? 0 : k - 1;
 }
 
-static inline double *tr_cell(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls,
-                              uint32_t kidx)
+/* The search's memory count: delta bytes allocated (> 0) or freed (< 0). */
+static inline void tr_mem(const tr_model *md, int64_t delta)
 {
-    uint64_t r = md->off[a] + (b - a - 1);
-    return &md->table[(r * md->n_classes + cls) * md->n_k + kidx];
+    partd_training_stats *st = md->stats;
+    st->live_bytes = (uint64_t)((int64_t)st->live_bytes + delta);
+    if (st->live_bytes > st->peak_bytes)
+        st->peak_bytes = st->live_bytes;
 }
 
 /* training_stage.c */
 
-/* Fills md->table (shortfall = 0: least times; 1: least memory shortfalls). */
-int tr_table_build(tr_model *md, int shortfall, const partd_cancel *cancel, partd_problem *pb);
+/* Sets md->len (the candidate stages) for the values of the search:
+ * shortfall = 0, least times; 1, least memory shortfalls. */
+int tr_ranges_build(tr_model *md, int shortfall, const partd_cancel *cancel, partd_problem *pb);
+
+/* One row of values at a time: tr_row(r, a, n, &cells) computes the values
+ * of the first n (at most len[a]) candidate stages [a, b), b = a + 1 ..
+ * a + n, cell (b, cls, kidx) at
+ * ((b - a - 1) * n_classes + cls) * n_k + kidx; the cells stay valid until
+ * the next call. Errors: PARTD_ENOMEM, PARTD_ETOOBIG (a stage has more
+ * Pareto points than TR_MAX_FRONTIER; tr_frontier_problem says so). */
+typedef struct tr_rows tr_rows;
+int tr_rows_init(const tr_model *md, tr_rows **out);
+void tr_rows_free(tr_rows *r);
+int tr_row(tr_rows *r, uint32_t a, uint32_t n, const double **cells);
+
+static inline size_t tr_row_index(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls,
+                                  uint32_t kidx)
+{
+    return ((size_t)(b - a - 1) * md->n_classes + cls) * md->n_k + kidx;
+}
+
+/* The problem document of PARTD_ETOOBIG from the checkpoint frontier. */
+void tr_frontier_problem(partd_problem *pb);
 
 /* The range's figures, and the checkpoint set of the stage [a, b) on class
  * cls with k in flight: the least-time set that fits (or, with fit == 0, the

@@ -1,15 +1,17 @@
 /*
  * training_search.h - the exact search of the training planner (internal to
  * training*.c): stage count, device order and split minimising step_ms, on
- * the stage table of training_model.h (or, when md->shortfall is set, the
- * plan minimising the largest memory shortfall).
+ * the candidate stages of training_model.h, their values computed a row at
+ * a time (or, when md->shortfall is set, the plan minimising the largest
+ * memory shortfall).
  *
- * Ties: the first plan found in a fixed order (bounds ascending, then the
- * DP's order), so the answer is deterministic.
+ * Ties: among plans of equal step the one with the least bottleneck, then
+ * the DP's first in its fixed order, so the answer is deterministic.
  *
  * Returns PARTD_OK (sol->found = 0 when no plan fits), PARTD_ENOMEM,
- * PARTD_ETOOBIG (too many DP states: device classes times counts), the
- * cancel flag's codes, PARTD_EINTERNAL (the recorded plan is inconsistent).
+ * PARTD_ETOOBIG (too many DP states: device classes times counts; or, with
+ * sol->frontier_limit set, a stage's checkpoint frontier), the cancel
+ * flag's codes, PARTD_EINTERNAL (the recorded plan is inconsistent).
  * sol owns its stages (tr_solution_free).
  */
 #ifndef PARTD_TRAINING_SEARCH_H
@@ -26,6 +28,7 @@ typedef struct tr_pick {
 
 typedef struct tr_solution {
     int found;
+    int frontier_limit;        /* PARTD_ETOOBIG came from a checkpoint frontier */
     uint32_t S;
     tr_pick *stages;
 } tr_solution;

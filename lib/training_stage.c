@@ -244,11 +244,6 @@ static int scan(iter *it, int shortfall, best *bs, uint32_t n_q, const uint32_t 
     const tr_model *md = it->md;
     tr_frontier *fr = &it->fr;
     uint32_t n = it->b - it->a, pending = 0;
-    for (uint32_t u = 0; u < n; u++) {
-        const tr_unit *un = &md->units[it->a + u];
-        it->items[u] = (item){un->act - it->kept[u], un->fwd, it->a + u};
-    }
-    qsort(it->items, n, sizeof *it->items, cmp_item);
     for (uint32_t q = 0; q < n_q; q++) {
         tr_ckpt none = {0, 0, 0, 0};
         int64_t mem = tr_stage_memory(md, &it->rg, &none, k_of[q]);
@@ -259,12 +254,17 @@ static int scan(iter *it, int shortfall, best *bs, uint32_t n_q, const uint32_t 
         bs[q] = (best){v, 0, 0, 0, 1, 0};
         pending += isinf(v);
     }
+    if (!shortfall && !pending)
+        return PARTD_OK;
+    for (uint32_t u = 0; u < n; u++) {
+        const tr_unit *un = &md->units[it->a + u];
+        it->items[u] = (item){un->act - it->kept[u], un->fwd, it->a + u};
+    }
+    qsort(it->items, n, sizeof *it->items, cmp_item);
     if (shortfall) {
         scan_least_memory(it, bs, n_q, cls_of, k_of);
         return PARTD_OK;
     }
-    if (!pending)
-        return PARTD_OK;
     tr_frontier_reset(fr);
     for (uint32_t i = 0; i < n; i++) {
         if (it->items[i].d <= 0)
@@ -300,15 +300,13 @@ static void iter_free(iter *it)
 
 /* ---- the table -------------------------------------------------------------- */
 
-static int fill_row(iter *it, int shortfall, best *bs, uint32_t *cls_of, uint32_t *k_of)
+/* The values of the current range, for every (class, k), into cells (q =
+ * cls * n_k + kidx). */
+static int fill_row(iter *it, int shortfall, best *bs, const uint32_t *cls_of,
+                    const uint32_t *k_of, double *cells)
 {
     const tr_model *md = it->md;
-    uint32_t nq = 0;
-    for (uint32_t c = 0; c < md->n_classes; c++)
-        for (uint32_t ki = 0; ki < md->n_k; ki++) {
-            cls_of[nq] = c;
-            k_of[nq++] = md->opt->schedule == PARTD_SCHEDULE_GPIPE ? md->M : ki + 1;
-        }
+    uint32_t nq = md->n_classes * md->n_k;
     if (md->opt->checkpoint == PARTD_CHECKPOINT_AUTO) {
         int rc = scan(it, shortfall, bs, nq, cls_of, k_of);
         if (rc != PARTD_OK)
@@ -318,7 +316,7 @@ static int fill_row(iter *it, int shortfall, best *bs, uint32_t *cls_of, uint32_
             bs[q].value = fixed_value(md, &it->rg, cls_of[q], k_of[q], shortfall);
     }
     for (uint32_t q = 0; q < nq; q++)
-        *tr_cell(md, it->a, it->b, cls_of[q], tr_kidx(md, k_of[q])) = bs[q].value;
+        cells[q] = bs[q].value;
     return PARTD_OK;
 }
 
@@ -329,7 +327,7 @@ static int fill_row(iter *it, int shortfall, best *bs, uint32_t *cls_of, uint32_
  * plan minimising the largest shortfall. */
 static void measure_ranges(tr_model *md, iter *it, double limit, double fb_limit)
 {
-    uint64_t total = 0;
+    md->max_len = 0;
     for (uint32_t a = 0; a < md->n_units; a++) {
         iter_start(it, a);
         uint32_t len = 0;
@@ -341,10 +339,9 @@ static void measure_ranges(tr_model *md, iter *it, double limit, double fb_limit
             len++;
         }
         md->len[a] = len;
-        md->off[a] = total;
-        total += len;
+        if (len > md->max_len)
+            md->max_len = len;
     }
-    md->n_ranges = total;
 }
 
 /* The step of the best plan splitting the units evenly over the first S
@@ -404,20 +401,25 @@ static int even_split_shortfall(const tr_model *md, double *out)
     return PARTD_OK;
 }
 
-int tr_table_build(tr_model *md, int shortfall, const partd_cancel *cancel, partd_problem *pb)
+void tr_frontier_problem(partd_problem *pb)
+{
+    partd_problem_set(pb, 422, "search-limit", "Search limit",
+                      "a stage has too many distinct units for the exact checkpoint "
+                      "search (more than %u Pareto points); set "
+                      "options.training.unit_depth or options.training.checkpoint",
+                      TR_MAX_FRONTIER);
+    partd_problem_add(pb, "/options/training/checkpoint", "too many distinct units");
+}
+
+int tr_ranges_build(tr_model *md, int shortfall, const partd_cancel *cancel, partd_problem *pb)
 {
     iter it = {0};
-    uint32_t nq = md->n_classes * md->n_k;
-    best *bs = malloc(nq * sizeof *bs);
-    uint32_t *cls_of = malloc(nq * sizeof *cls_of), *k_of = malloc(nq * sizeof *k_of);
-    free(md->table);
-    md->table = NULL;
     if (!md->len)
-        md->len = malloc(md->n_units * sizeof *md->len);
-    if (!md->off)
-        md->off = malloc((md->n_units + 1) * sizeof *md->off);
+        md->len = malloc((md->n_units ? md->n_units : 1) * sizeof *md->len);
     int rc = PARTD_ENOMEM;
-    if (!bs || !cls_of || !k_of || !md->len || !md->off || iter_init(&it, md, 0) != 0)
+    if (!md->len || iter_init(&it, md, 0) != 0)
+        goto out;
+    if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
         goto out;
     md->shortfall = shortfall;
     double limit = (double)md->max_mem, worst = 0, fb_limit = INFINITY, step = INFINITY;
@@ -435,36 +437,98 @@ int tr_table_build(tr_model *md, int shortfall, const partd_cancel *cancel, part
             fastest = md->cls_speed[c] > fastest ? md->cls_speed[c] : fastest;
         fb_limit = step * fastest * (1 + 1e-9);
     }
-    rc = PARTD_ENOMEM;
     measure_ranges(md, &it, limit, fb_limit);
-    size_t cells = (size_t)md->n_ranges * nq;
-    md->table = malloc((cells ? cells : 1) * sizeof *md->table);
-    if (!md->table)
-        goto out;
-    rc = PARTD_OK;
-    for (uint32_t a = 0; a < md->n_units && rc == PARTD_OK; a++) {
-        if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
-            break;
-        iter_start(&it, a);
-        for (uint32_t l = 0; l < md->len[a] && rc == PARTD_OK; l++) {
-            iter_next(&it);
-            rc = fill_row(&it, shortfall, bs, cls_of, k_of);
-        }
-    }
-    if (rc == PARTD_ETOOBIG) {
-        partd_problem_set(pb, 422, "search-limit", "Search limit",
-                          "a stage has too many distinct units for the exact checkpoint "
-                          "search (more than %u Pareto points); set "
-                          "options.training.unit_depth or options.training.checkpoint",
-                          TR_MAX_FRONTIER);
-        partd_problem_add(pb, "/options/training/checkpoint", "too many distinct units");
-    }
 out:
+    if (rc == PARTD_ETOOBIG)
+        tr_frontier_problem(pb);
     if (it.md)
         iter_free(&it);
-    free(bs);
-    free(cls_of);
-    free(k_of);
+    return rc;
+}
+
+/* ---- rows ------------------------------------------------------------------- */
+
+struct tr_rows {
+    iter it;
+    best *bs;
+    uint32_t *cls_of, *k_of;
+    double *cells;             /* max_len * n_classes * n_k */
+    int64_t counted;           /* bytes counted in md->stats */
+};
+
+/* The bytes the rows hold now (the frontier grows with the stages seen). */
+static int64_t rows_bytes(const tr_rows *r)
+{
+    const tr_model *md = r->it.md;
+    size_t nq = (size_t)md->n_classes * md->n_k, n = md->n_units ? md->n_units : 1;
+    size_t fr = (size_t)r->it.fr.cap * (2 * sizeof(double) + 2 * sizeof(int64_t) +
+                                        sizeof(uint32_t) + 1);
+    return (int64_t)(nq * (sizeof(best) + 2 * sizeof(uint32_t)) +
+                     (size_t)md->max_len * nq * sizeof(double) +
+                     n * (sizeof(int64_t) + sizeof(item)) + fr);
+}
+
+static void rows_count(tr_rows *r)
+{
+    int64_t now = rows_bytes(r);
+    tr_mem(r->it.md, now - r->counted);
+    r->counted = now;
+}
+
+int tr_rows_init(const tr_model *md, tr_rows **out)
+{
+    size_t nq = (size_t)md->n_classes * md->n_k;
+    size_t cells = (size_t)md->max_len * nq;
+    tr_rows *r = calloc(1, sizeof *r);
+    *out = r;
+    if (!r)
+        return PARTD_ENOMEM;
+    r->bs = malloc(nq * sizeof *r->bs);
+    r->cls_of = malloc(nq * sizeof *r->cls_of);
+    r->k_of = malloc(nq * sizeof *r->k_of);
+    r->cells = malloc((cells ? cells : 1) * sizeof *r->cells);
+    if (iter_init(&r->it, md, 0) != 0 || !r->bs || !r->cls_of || !r->k_of || !r->cells)
+        return PARTD_ENOMEM;
+    uint32_t q = 0;
+    for (uint32_t c = 0; c < md->n_classes; c++)
+        for (uint32_t ki = 0; ki < md->n_k; ki++) {
+            r->cls_of[q] = c;
+            r->k_of[q++] = md->opt->schedule == PARTD_SCHEDULE_GPIPE ? md->M : ki + 1;
+        }
+    if (cells > md->stats->row_cells)
+        md->stats->row_cells = cells;
+    rows_count(r);
+    return PARTD_OK;
+}
+
+void tr_rows_free(tr_rows *r)
+{
+    if (!r)
+        return;
+    if (r->it.md) {
+        tr_mem(r->it.md, -r->counted);
+        iter_free(&r->it);
+    }
+    free(r->bs);
+    free(r->cls_of);
+    free(r->k_of);
+    free(r->cells);
+    free(r);
+}
+
+int tr_row(tr_rows *r, uint32_t a, uint32_t n, const double **cells)
+{
+    const tr_model *md = r->it.md;
+    size_t nq = (size_t)md->n_classes * md->n_k;
+    int rc = PARTD_OK;
+    iter_start(&r->it, a);
+    for (uint32_t l = 0; l < n && l < md->len[a] && rc == PARTD_OK; l++) {
+        iter_next(&r->it);
+        rc = fill_row(&r->it, md->shortfall, r->bs, r->cls_of, r->k_of, r->cells + l * nq);
+    }
+    md->stats->rows++;
+    rows_count(r);
+    *cells = r->cells;
     return rc;
 }
 

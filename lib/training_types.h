@@ -1,8 +1,8 @@
 /*
  * training_types.h - what the training planner (training.h) hands on: the
  * per-stage training figures and step summary of a plan (plan->training,
- * rendered by result.c), and the contract's unit rule, which the cache key
- * (hash.c) resolves too.
+ * rendered by result.c), the search's memory figures (partd_training_stats),
+ * and the contract's unit rule, which the cache key (hash.c) resolves too.
  *
  * Ownership: a partd_training_result owns its names and stage arrays
  * (partd_training_result_free, NULL-safe). Errors: partd_training_units
@@ -42,6 +42,19 @@ typedef struct partd_training_result {
 } partd_training_result;
 
 void partd_training_result_free(partd_training_result *t);
+
+/* What the search held: the stage values are computed one row (one first
+ * unit) at a time, so these grow linearly with the units for a fixed set
+ * of devices and microbatches. Deterministic counts, for tests and the
+ * benchmark. */
+typedef struct partd_training_stats {
+    uint64_t peak_bytes;       /* high-water mark of the search's buffers */
+    uint64_t live_bytes;       /* held now (0 once the planner returns) */
+    uint64_t row_cells;        /* cells of the largest row buffer */
+    uint64_t rows;             /* rows computed */
+    uint32_t passes;           /* DP passes over the units */
+} partd_training_stats;
+
 
 /* The contract's default unit_depth for req's graph and devices. */
 uint32_t partd_training_default_depth(const partd_request *req);

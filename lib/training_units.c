@@ -344,6 +344,7 @@ static int build_classes(tr_model *md)
 int tr_model_build(tr_model *md, const partd_request *req, partd_problem *pb)
 {
     memset(md, 0, sizeof *md);
+    md->stats = &md->own_stats;
     md->req = req;
     md->opt = &req->options.training;
     md->M = md->opt->microbatches;
@@ -390,7 +391,5 @@ void tr_model_free(tr_model *md)
     free(md->cls_count);
     free(md->dev_class);
     free(md->len);
-    free(md->off);
-    free(md->table);
     memset(md, 0, sizeof *md);
 }

@@ -1,8 +1,14 @@
 /* test_show_result.c - show_result.c: a result document read for drawing:
  * the figures of each partition with memory split into parameters, received
- * tensors and the rest (adding up to memory_bytes), results without device
- * memory, training and SAC parts, and every refusal naming its member. */
+ * tensors and the rest (adding up to memory_bytes; a training stage's own
+ * param, input and activation memory when the result has them), results
+ * without device memory, training and SAC parts, and every refusal naming
+ * its member. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "testutil.h"
 
@@ -90,6 +96,74 @@ static void test_summary_detail_results_are_read(void **state)
     show_result_free(&r);
 }
 
+/* The bundled training example's result (read from the tree root). */
+static char *example_training_result(size_t *len)
+{
+    FILE *f = fopen("examples/gpt2-training/result.json", "rb");
+    assert_non_null(f);
+    static char buf[1 << 20];
+    *len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    assert_true(*len > 0 && *len < sizeof buf - 1);
+    buf[*len] = 0;
+    return buf;
+}
+
+static void test_training_stage_memory_split_is_its_own(void **state)
+{
+    (void)state;
+    size_t len;
+    const char *doc = example_training_result(&len);
+    json_t *j = json_loadb(doc, len, 0, NULL);
+    assert_non_null(j);
+    show_result r;
+    char err[256] = "";
+    assert_int_equal(show_result_parse(doc, len, &r, err, sizeof err), PARTD_OK);
+    assert_true(r.training);
+    assert_int_equal(r.n_parts, json_array_size(json_object_get(j, "partitions")));
+    int differs = 0;
+    for (size_t i = 0; i < r.n_parts; i++) {
+        json_t *o = json_array_get(json_object_get(j, "partitions"), i);
+        const show_part *p = &r.parts[i];
+        double pm = (double)json_integer_value(json_object_get(o, "param_memory_bytes"));
+        double im = (double)json_integer_value(json_object_get(o, "input_memory_bytes"));
+        double am = (double)json_integer_value(json_object_get(o, "activation_memory_bytes"));
+        double pb = (double)json_integer_value(json_object_get(o, "param_bytes"));
+        assert_true(p->has_memory_split);
+        assert_true(p->params == pm && p->received == im && p->rest == am);
+        assert_true(p->params + p->received + p->rest == p->memory_bytes);
+        differs |= pm != pb; /* param_factor x params, not the parameters' bytes */
+    }
+    assert_true(differs);
+    show_result_free(&r);
+
+    /* A training result of an older version, without the split: the
+     * parameters' bytes and in_flight microbatches of the received bytes. */
+    json_t *parts = json_object_get(j, "partitions");
+    for (size_t i = 0; i < json_array_size(parts); i++) {
+        json_t *o = json_array_get(parts, i);
+        json_object_del(o, "param_memory_bytes");
+        json_object_del(o, "input_memory_bytes");
+        json_object_del(o, "activation_memory_bytes");
+    }
+    char *old = json_dumps(j, JSON_COMPACT);
+    assert_non_null(old);
+    assert_int_equal(show_result_parse(old, strlen(old), &r, err, sizeof err), PARTD_OK);
+    for (size_t i = 0; i < r.n_parts; i++) {
+        json_t *o = json_array_get(parts, i);
+        const show_part *p = &r.parts[i];
+        double pb = (double)json_integer_value(json_object_get(o, "param_bytes"));
+        double in = (double)json_integer_value(json_object_get(o, "transfer_in_bytes"));
+        assert_false(p->has_memory_split);
+        assert_true(p->params == pb);
+        assert_true(p->received == in * (double)p->in_flight / (double)r.microbatches);
+        assert_true(p->params + p->received + p->rest == p->memory_bytes);
+    }
+    show_result_free(&r);
+    free(old);
+    json_decref(j);
+}
+
 static void expect_refusal(const char *doc, int rc, const char *needle)
 {
     show_result r;
@@ -118,6 +192,7 @@ int main(void)
         cmocka_unit_test(test_partitions_and_memory_split),
         cmocka_unit_test(test_results_without_device_memory_are_read),
         cmocka_unit_test(test_summary_detail_results_are_read),
+        cmocka_unit_test(test_training_stage_memory_split_is_its_own),
         cmocka_unit_test(test_refusals_name_the_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

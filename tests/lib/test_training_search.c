@@ -84,14 +84,20 @@ typedef struct brute {
     double t[MAXD];
 } brute;
 
-/* The table's value for the stage [a, b) at position p of S on class cls;
- * INFINITY when the range is not in the table. */
+/* The value of the stage [a, b) at position p of S on class cls, from its
+ * row; INFINITY when the range is not a candidate stage. */
 static double cell(const tr_model *md, uint32_t a, uint32_t b, uint32_t cls, uint32_t p,
                    uint32_t S)
 {
     if (b - a > md->len[a])
         return INFINITY;
-    return *tr_cell(md, a, b, cls, tr_kidx(md, tr_k(md, S - p)));
+    tr_rows *rows;
+    const double *row;
+    assert_int_equal(tr_rows_init(md, &rows), PARTD_OK);
+    assert_int_equal(tr_row(rows, a, b - a, &row), PARTD_OK);
+    double v = row[tr_row_index(md, a, b, cls, tr_kidx(md, tr_k(md, S - p)))];
+    tr_rows_free(rows);
+    return v;
 }
 
 static double score(const tr_model *md, const double *t, uint32_t S)
@@ -183,7 +189,7 @@ static int compare(int shortfall, uint32_t *n_found)
     if (rc != PARTD_OK)
         fprintf(stderr, "model: %s %s\n", partd_strerror(rc), pb.detail ? pb.detail : "");
     assert_int_equal(rc, PARTD_OK);
-    assert_int_equal(tr_table_build(&md, shortfall, NULL, &pb), PARTD_OK);
+    assert_int_equal(tr_ranges_build(&md, shortfall, NULL, &pb), PARTD_OK);
     tr_solution sol;
     assert_int_equal(tr_search(&md, NULL, &sol), PARTD_OK);
     double want = brute_best(&md);
@@ -264,7 +270,7 @@ static void test_search_limit(void **state)
     tr_model md;
     assert_int_equal(tr_model_build(&md, req, &pb), PARTD_OK);
     assert_int_equal(md.n_classes, n_dev);
-    assert_int_equal(tr_table_build(&md, 0, NULL, &pb), PARTD_OK);
+    assert_int_equal(tr_ranges_build(&md, 0, NULL, &pb), PARTD_OK);
     tr_solution sol;
     assert_int_equal(tr_search(&md, NULL, &sol), PARTD_ETOOBIG);
     assert_int_equal(sol.found, 0);
@@ -289,7 +295,7 @@ static void test_cancelled(void **state)
         partd_problem_init(&pb);
         tr_model md;
         assert_int_equal(tr_model_build(&md, req, &pb), PARTD_OK);
-        assert_int_equal(tr_table_build(&md, 0, NULL, &pb), PARTD_OK);
+        assert_int_equal(tr_ranges_build(&md, 0, NULL, &pb), PARTD_OK);
         partd_cancel cancel;
         partd_cancel_init(&cancel, 0);
         atomic_store(&cancel.cancelled, 1);
@@ -303,12 +309,59 @@ static void test_cancelled(void **state)
     }
 }
 
+/* device_order given: the 1f1b tails of the stage counts in batches (the
+ * least room, md.tail_cap) give the same plan as all in one pass. */
+static void test_given_tails_in_batches(void **state)
+{
+    (void)state;
+    uint32_t batched = 0, found = 0;
+    rng = 7;
+    for (int trial = 0; trial < 40; trial++) {
+        char training[160];
+        snprintf(training, sizeof training,
+                 "\"schedule\":\"1f1b\",\"microbatches\":%d,\"checkpoint\":\"%s\"",
+                 irand(3, 8), rnd() % 2 ? "auto" : "never");
+        random_request((uint32_t)irand(8, 16), (uint32_t)irand(3, 8), training);
+        tr_solution sol[2];
+        uint64_t rows[2];
+        for (int k = 0; k < 2; k++) {
+            partd_request *req = tu_decode_ok(text);
+            partd_problem pb;
+            partd_problem_init(&pb);
+            tr_model md;
+            assert_int_equal(tr_model_build(&md, req, &pb), PARTD_OK);
+            if (k)
+                md.tail_cap = (md.M - 1 < md.max_stages ? md.M - 1 : md.max_stages) + 1;
+            assert_int_equal(tr_ranges_build(&md, 0, NULL, &pb), PARTD_OK);
+            assert_int_equal(tr_search(&md, NULL, &sol[k]), PARTD_OK);
+            rows[k] = md.stats->rows;
+            tr_model_free(&md);
+            partd_problem_free(&pb);
+            partd_request_free(req);
+        }
+        assert_int_equal(sol[0].found, sol[1].found);
+        assert_int_equal(sol[0].S, sol[1].S);
+        for (uint32_t p = 0; p < sol[0].S; p++) {
+            const tr_pick *x = &sol[0].stages[p], *y = &sol[1].stages[p];
+            assert_true(x->a == y->a && x->b == y->b && x->cls == y->cls &&
+                        x->device == y->device && x->k == y->k);
+        }
+        found += sol[0].found;
+        batched += rows[1] > rows[0]; /* more passes over the rows: batches */
+        tr_solution_free(&sol[0]);
+        tr_solution_free(&sol[1]);
+    }
+    assert_true(found >= 10);
+    assert_true(batched >= 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_enumeration),
         cmocka_unit_test(test_search_limit),
         cmocka_unit_test(test_cancelled),
+        cmocka_unit_test(test_given_tails_in_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
