@@ -276,13 +276,20 @@ static json_t *name_list(const partd_request *r, const uint32_t *ids, uint32_t n
     return a;
 }
 
+/* The training planner's own revision, beside PARTD_PLANNER_VERSION: 2 breaks
+ * exact step_ms ties towards the smaller bottleneck, which may pick another
+ * of two equally fast plans than revision 1 did, so its cache entries are
+ * not served for it. Other modes' cache keys are not affected. */
+#define TRAINING_PLANNER_REVISION 2
+
 /* stages "auto" when not given; unit_depth resolved by the default rule, so
  * that spelling out the default shares the cache entry. */
 static json_t *canonical_training(const partd_request *r)
 {
     const partd_training_options *t = &r->options.training;
     uint32_t depth = t->unit_depth ? t->unit_depth : partd_training_default_depth(r);
-    return json_pack("{s:s, s:I, s:o, s:s, s:s, s:o, s:f, s:f}",
+    return json_pack("{s:I, s:s, s:I, s:o, s:s, s:s, s:o, s:f, s:f}",
+                     "revision", (json_int_t)TRAINING_PLANNER_REVISION,
                      "schedule", partd_schedule_name(t->schedule),
                      "microbatches", (json_int_t)t->microbatches,
                      "stages", t->stages ? json_integer(t->stages) : json_string("auto"),
