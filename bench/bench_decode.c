@@ -23,6 +23,7 @@
 
 #include "decode.h"
 #include "gen.h"
+#include "proc_mem.h"
 #include "partd.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -33,33 +34,6 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* A line "Key:   123 kB" of /proc/self/status, in bytes; 0 when absent. */
-static double status_bytes(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    double v = 0;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':') {
-            v = strtod(line + n + 1, NULL) * 1024.0;
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-static int reset_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f)
-        return -1;
-    int ok = fputs("5", f) >= 0;
-    return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 /* Seconds for yajl to parse the text with no callbacks; -1 on an error. */
@@ -113,14 +87,14 @@ static int measure(uint32_t n, int runs)
             return 1;
         floor_s = y < floor_s ? y : floor_s;
         malloc_trim(0);
-        if (reset_peak() != 0)
+        if (partd_bench_reset_peak() != 0)
             return 1;
-        double base = status_bytes("VmRSS");
+        double base = partd_bench_status_bytes(0, "VmRSS");
         partd_request *req = NULL;
         double d = partd_decode(text, len, &req);
         if (d < 0)
             return 1;
-        double p = status_bytes("VmHWM") - base;
+        double p = partd_bench_status_bytes(0, "VmHWM") - base;
         decode_s = d < decode_s ? d : decode_s;
         peak = p > peak ? p : peak;
         nodes = req->graph.n_nodes;

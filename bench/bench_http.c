@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "gen.h"
+#include "proc_mem.h"
 
 /* The latency probe: a few connections, so that p99 shows how long a health
  * check waits, not the queueing of a saturating load generator. */
@@ -193,22 +194,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A "Key:   123 kB" line of /proc/<pid>/status, in bytes (0 if absent). */
-static double proc_status_bytes(pid_t pid, const char *key)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    double kb = 0;
-    size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':')
-            kb = atof(line + n + 1);
-    if (f)
-        fclose(f);
-    return kb * 1024;
-}
-
 /* `partd plan FILE -o /dev/null`: wall time and the child's peak RSS. */
 static void time_partd_plan(const char *bin, const char *file, double *secs, double *rss)
 {
@@ -246,7 +231,7 @@ static void measure_large_request(const char *bin, const char *dir)
         die("cannot write the large request");
     double plan_s, plan_rss;
     time_partd_plan(bin, file, &plan_s, &plan_rss);
-    double rss_before = proc_status_bytes(daemon_pid, "VmRSS");
+    double rss_before = partd_bench_status_bytes(daemon_pid, "VmRSS");
     char id[33];
     double t0 = now_s();
     free(submit(req, len, id));
@@ -254,7 +239,7 @@ static void measure_large_request(const char *bin, const char *dir)
     double post_s = now_s() - t0;
     if (!job_has_status(id, "succeeded"))
         die("the large request did not succeed");
-    double hwm = proc_status_bytes(daemon_pid, "VmHWM");
+    double hwm = partd_bench_status_bytes(daemon_pid, "VmHWM");
     printf("large request: %zu nodes requested, body %.0f MB\n", (size_t)spec.n_nodes,
            (double)len / 1e6);
     printf("partd plan (summary detail): %.2f s, peak RSS %.0f MB = %.2fx the file "

@@ -21,39 +21,12 @@
 
 #include "decode.h"
 #include "gen.h"
+#include "proc_mem.h"
 #include "partd.h"
 #include "plan.h"
 #include "result.h"
 
 #define MIB (1024.0 * 1024.0)
-
-/* A line "Key:   123 kB" of /proc/self/status, in bytes; 0 when absent. */
-static double status_bytes(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    double v = 0;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':') {
-            v = strtod(line + n + 1, NULL) * 1024.0;
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-/* Resets VmHWM to the current RSS (Linux >= 4.0). 0 when it worked. */
-static int reset_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f)
-        return -1;
-    int ok = fputs("5", f) >= 0;
-    return fclose(f) == 0 && ok ? 0 : -1;
-}
 
 typedef struct figures {
     double request_bytes, model_estimate, decode_peak, plan_peak;
@@ -66,10 +39,10 @@ static int measure(uint32_t n, const char *mode, figures *fig)
                            .memory_slack = 1.25, .mode = mode, .seed = 7};
     size_t len;
     char *text = partd_gen_request(&spec, &len);
-    if (!text || reset_peak() != 0)
+    if (!text || partd_bench_reset_peak() != 0)
         return 1;
     fig->request_bytes = (double)len;
-    double base = status_bytes("VmRSS");
+    double base = partd_bench_status_bytes(0, "VmRSS");
     partd_problem pb;
     partd_problem_init(&pb);
     partd_request *req = NULL;
@@ -77,15 +50,15 @@ static int measure(uint32_t n, const char *mode, figures *fig)
         fprintf(stderr, "decode failed: %s\n", pb.detail ? pb.detail : "?");
         return 1;
     }
-    fig->decode_peak = status_bytes("VmHWM") - base;
+    fig->decode_peak = partd_bench_status_bytes(0, "VmHWM") - base;
     fig->model_estimate = (double)partd_request_model_bytes(req);
     fig->nodes = req->graph.n_nodes;
     free(text); /* the daemon frees the body before planning, too */
     /* Hand the JSON tree's freed pages back, or planning would reuse them
      * without raising the peak and look free. */
     malloc_trim(0);
-    reset_peak();
-    base = status_bytes("VmRSS");
+    partd_bench_reset_peak();
+    base = partd_bench_status_bytes(0, "VmRSS");
     partd_plan *plan = NULL;
     if (partd_plan_run(req, NULL, &plan, &pb) != PARTD_OK) {
         fprintf(stderr, "plan failed: %s\n", pb.detail ? pb.detail : "?");
@@ -95,7 +68,7 @@ static int measure(uint32_t n, const char *mode, figures *fig)
     char *result = partd_result_to_json(req, plan, &rlen);
     if (!result)
         return 1;
-    fig->plan_peak = status_bytes("VmHWM") - base;
+    fig->plan_peak = partd_bench_status_bytes(0, "VmHWM") - base;
     fig->partitions = plan->n_parts;
     free(result);
     partd_plan_free(plan);

@@ -24,37 +24,12 @@
 #include "decode.h"
 #include "partd.h"
 #include "plan.h"
+#include "proc_mem.h"
 #include "result.h"
 
 #define MIB (1024.0 * 1024.0)
 #define NODES 100000
 #define STAGES 2000
-
-static double status_bytes(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    double v = 0;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, n) == 0 && line[n] == ':') {
-            v = strtod(line + n + 1, NULL) * 1024.0;
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-static int reset_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f)
-        return -1;
-    int ok = fputs("5", f) >= 0;
-    return fclose(f) == 0 && ok ? 0 : -1;
-}
 
 static double now_s(void)
 {
@@ -127,9 +102,9 @@ static int measure(int summary, int streamed, figures *fig)
     fig->nodes = req->graph.n_nodes;
     fig->stages = plan->n_parts;
     malloc_trim(0);
-    if (reset_peak() != 0)
+    if (partd_bench_reset_peak() != 0)
         return 1;
-    double base = status_bytes("VmRSS"), t0 = now_s();
+    double base = partd_bench_status_bytes(0, "VmRSS"), t0 = now_s();
     size_t out = 0;
     int rc;
     if (streamed) {
@@ -139,7 +114,7 @@ static int measure(int summary, int streamed, figures *fig)
         free(doc);
     }
     fig->seconds = now_s() - t0;
-    fig->peak = status_bytes("VmHWM") - base;
+    fig->peak = partd_bench_status_bytes(0, "VmHWM") - base;
     fig->bytes = (double)out;
     partd_plan_free(plan);
     partd_request_free(req);
