@@ -23,46 +23,21 @@ static const char *const REQ =
     "\"param_bytes\":16,\"latency_ms\":0.25}]},"
     "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":100}]}";
 
-static char dir[64];
-
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/partd-plan-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return tu_scratch_open("partd-plan");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_scratch_close();
 }
 
 static const char *path(const char *name)
 {
-    static char buf[8][128]; /* several paths live at once (argv + redirections) */
-    static int next;
-    char *p = buf[next++ % 8];
-    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
-    return p;
-}
-
-static void write_text(const char *file, const char *text)
-{
-    FILE *f = fopen(file, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* The file's contents (caller frees), NULL when it does not exist. */
-static char *read_text(const char *file)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    return partd_read_file(file, 1 << 24, &buf, &len) == PARTD_OK ? buf : NULL;
+    return tu_scratch_path(name);
 }
 
 /* `partd plan argv...` with stdin from stdin_file (NULL: unchanged) and
@@ -75,26 +50,26 @@ static int run_plan(int argc, char **argv, const char *stdin_file)
 static void test_plans_a_file_into_o(void **state)
 {
     (void)state;
-    write_text(path("req.json"), REQ);
+    tu_write_text(path("req.json"), REQ);
     char *argv[] = {"plan", (char *)path("req.json"), "-o", (char *)path("out.json")};
     assert_int_equal(run_plan(4, argv, NULL), 0);
-    char *result = read_text(path("out.json"));
+    char *result = tu_read_text(path("out.json"));
     assert_non_null(result);
     assert_non_null(strstr(result, "\"summary\":{\"partitions\":1"));
     /* Written beside the target and renamed: no temporary left. */
-    assert_null(read_text(path("out.json.tmp")));
-    char *err = read_text(path("stderr"));
+    assert_null(tu_read_text(path("out.json.tmp")));
+    char *err = tu_read_text(path("stderr"));
     assert_string_equal(err, "");
     free(err);
 
     /* The same request gives the same bytes, also from stdin to stdout. */
     char *again[] = {"plan", "-"};
     assert_int_equal(run_plan(2, again, path("req.json")), 0);
-    char *out = read_text(path("stdout"));
+    char *out = tu_read_text(path("stdout"));
     assert_string_equal(out, result);
     char *implicit[] = {"plan", "--output", (char *)path("out2.json")};
     assert_int_equal(run_plan(3, implicit, path("req.json")), 0);
-    char *out2 = read_text(path("out2.json"));
+    char *out2 = tu_read_text(path("out2.json"));
     assert_string_equal(out2, result);
     free(out2);
     free(out);
@@ -104,19 +79,19 @@ static void test_plans_a_file_into_o(void **state)
 static void test_invalid_request_exits_2_with_problem(void **state)
 {
     (void)state;
-    write_text(path("bad.json"), "{\"graph\":{\"name\":\"m\",\"nodes\":[]}}");
+    tu_write_text(path("bad.json"), "{\"graph\":{\"name\":\"m\",\"nodes\":[]}}");
     char *argv[] = {"plan", (char *)path("bad.json"), "-o", (char *)path("out.json")};
     assert_int_equal(run_plan(4, argv, NULL), 2);
-    assert_null(read_text(path("out.json")));
-    char *err = read_text(path("stderr"));
+    assert_null(tu_read_text(path("out.json")));
+    char *err = tu_read_text(path("stderr"));
     assert_non_null(strstr(err, "\"status\":422"));
     assert_non_null(strstr(err, "/devices"));
     free(err);
 
-    write_text(path("malformed.json"), "{\"graph\":");
+    tu_write_text(path("malformed.json"), "{\"graph\":");
     char *malformed[] = {"plan", (char *)path("malformed.json")};
     assert_int_equal(run_plan(2, malformed, NULL), 2);
-    err = read_text(path("stderr"));
+    err = tu_read_text(path("stderr"));
     assert_non_null(strstr(err, "\"status\":400"));
     free(err);
 }
@@ -126,12 +101,12 @@ static void test_infeasible_request_exits_3(void **state)
     (void)state;
     char *small = strdup(REQ);
     memcpy(strstr(small, "100}"), "1  }", 4);
-    write_text(path("small.json"), small);
+    tu_write_text(path("small.json"), small);
     free(small);
     char *argv[] = {"plan", (char *)path("small.json"), "-o", (char *)path("out.json")};
     assert_int_equal(run_plan(4, argv, NULL), 3);
-    assert_null(read_text(path("out.json")));
-    char *err = read_text(path("stderr"));
+    assert_null(tu_read_text(path("out.json")));
+    char *err = tu_read_text(path("stderr"));
     assert_non_null(strstr(err, "infeasible"));
     free(err);
 }
@@ -141,14 +116,14 @@ static void test_io_and_usage_errors_exit_1(void **state)
     (void)state;
     char *missing[] = {"plan", (char *)path("nope.json")};
     assert_int_equal(run_plan(2, missing, NULL), 1);
-    char *err = read_text(path("stderr"));
+    char *err = tu_read_text(path("stderr"));
     assert_non_null(strstr(err, "cannot read"));
     free(err);
 
-    write_text(path("req.json"), REQ);
+    tu_write_text(path("req.json"), REQ);
     char *unwritable[] = {"plan", (char *)path("req.json"), "-o", (char *)path("no/dir/out.json")};
     assert_int_equal(run_plan(4, unwritable, NULL), 1);
-    err = read_text(path("stderr"));
+    err = tu_read_text(path("stderr"));
     assert_non_null(strstr(err, "cannot write"));
     free(err);
 
@@ -156,7 +131,7 @@ static void test_io_and_usage_errors_exit_1(void **state)
     assert_int_equal(run_plan(3, no_o_arg, NULL), 1);
     char *extra[] = {"plan", (char *)path("req.json"), (char *)path("req.json")};
     assert_int_equal(run_plan(3, extra, NULL), 1);
-    err = read_text(path("stderr"));
+    err = tu_read_text(path("stderr"));
     assert_non_null(strstr(err, "unexpected argument"));
     free(err);
     char *flag[] = {"plan", "--fast"};
@@ -164,7 +139,7 @@ static void test_io_and_usage_errors_exit_1(void **state)
 
     char *help[] = {"plan", "--help"};
     assert_int_equal(run_plan(2, help, NULL), 0);
-    char *out = read_text(path("stdout"));
+    char *out = tu_read_text(path("stdout"));
     assert_non_null(strstr(out, "usage: partd plan"));
     free(out);
 }
@@ -183,7 +158,7 @@ static void test_version(void **state)
     dup2(saved, 1);
     close(saved);
     assert_int_equal(code, 0);
-    char *text = read_text(path("version"));
+    char *text = tu_read_text(path("version"));
     char expect[64];
     snprintf(expect, sizeof expect, "partd %s (", PARTD_VERSION);
     assert_non_null(strstr(text, expect));

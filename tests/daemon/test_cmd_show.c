@@ -24,45 +24,21 @@ static const char *const REQ =
     "\"param_bytes\":16,\"latency_ms\":0.5}]},"
     "\"devices\":[{\"name\":\"g<0>\",\"memory_bytes\":100},{\"name\":\"g1\",\"memory_bytes\":100}]}";
 
-static char dir[64];
-
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/partd-show-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return tu_scratch_open("partd-show");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_scratch_close();
 }
 
 static const char *path(const char *name)
 {
-    static char buf[8][128];
-    static int next;
-    char *p = buf[next++ % 8];
-    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
-    return p;
-}
-
-static void write_text(const char *file, const char *text)
-{
-    FILE *f = fopen(file, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static char *read_text(const char *file)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    return partd_read_file(file, 1 << 24, &buf, &len) == PARTD_OK ? buf : NULL;
+    return tu_scratch_path(name);
 }
 
 /* `partd show argv...` with stdin from stdin_file (NULL: unchanged) and
@@ -79,7 +55,7 @@ static void write_result(const char *file)
     partd_problem_init(&pb);
     char *result = tu_plan_json(REQ, &rc, &pb);
     assert_non_null(result);
-    write_text(file, result);
+    tu_write_text(file, result);
     free(result);
     partd_problem_free(&pb);
 }
@@ -90,12 +66,12 @@ static void test_svg_to_stdout_and_to_a_file_are_the_same(void **state)
     write_result(path("result.json"));
     char *argv1[] = {"show", (char *)path("result.json"), NULL};
     assert_int_equal(run_show(2, argv1, NULL), 0);
-    char *svg = read_text(path("stdout"));
+    char *svg = tu_read_text(path("stdout"));
     assert_non_null(strstr(svg, "<svg"));
     assert_non_null(strstr(svg, "g&lt;0&gt;")); /* the device name, escaped */
     char *argv2[] = {"show", "-", "-o", (char *)path("plan.svg"), NULL};
     assert_int_equal(run_show(4, argv2, path("result.json")), 0);
-    char *again = read_text(path("plan.svg"));
+    char *again = tu_read_text(path("plan.svg"));
     assert_string_equal(svg, again);
     free(svg);
     free(again);
@@ -107,7 +83,7 @@ static void test_text_table(void **state)
     write_result(path("result.json"));
     char *argv[] = {"show", (char *)path("result.json"), "--format", "text", NULL};
     assert_int_equal(run_show(4, argv, NULL), 0);
-    char *text = read_text(path("stdout"));
+    char *text = tu_read_text(path("stdout"));
     assert_non_null(strstr(text, "stage"));
     assert_non_null(strstr(text, "g1"));
     assert_null(strstr(text, "<svg"));
@@ -117,16 +93,16 @@ static void test_text_table(void **state)
 static void test_not_a_result_exits_2_with_one_line(void **state)
 {
     (void)state;
-    write_text(path("request.json"), REQ);
+    tu_write_text(path("request.json"), REQ);
     char *argv[] = {"show", (char *)path("request.json"), NULL};
     assert_int_equal(run_show(2, argv, NULL), 2);
-    char *err = read_text(path("stderr"));
+    char *err = tu_read_text(path("stderr"));
     assert_non_null(strstr(err, "not a result document"));
     size_t lines = 0;
     for (const char *c = err; *c; c++)
         lines += *c == '\n';
     assert_int_equal(lines, 1);
-    char *out = read_text(path("stdout"));
+    char *out = tu_read_text(path("stdout"));
     assert_string_equal(out, "");
     free(err);
     free(out);

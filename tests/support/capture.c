@@ -3,9 +3,12 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include "partd.h"
 #include "testutil.h"
+#include "util.h"
 
 int tu_run_captured(tu_command_fn cmd, int argc, char **argv, const char *stdin_file,
                     const char *stdout_file, const char *stderr_file)
@@ -35,4 +38,43 @@ int tu_run_captured(tu_command_fn cmd, int argc, char **argv, const char *stdin_
     }
     clearerr(stdin);
     return code;
+}
+
+static char scratch[96];
+
+int tu_scratch_open(const char *prefix)
+{
+    snprintf(scratch, sizeof scratch, "/tmp/%s-XXXXXX", prefix);
+    return mkdtemp(scratch) ? 0 : -1;
+}
+
+int tu_scratch_close(void)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+const char *tu_scratch_path(const char *name)
+{
+    static char buf[8][160];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, sizeof buf[0], "%s/%s", scratch, name);
+    return p;
+}
+
+void tu_write_text(const char *file, const char *text)
+{
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+char *tu_read_text(const char *file)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    return partd_read_file(file, 1 << 24, &buf, &len) == PARTD_OK ? buf : NULL;
 }
