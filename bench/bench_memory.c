@@ -77,28 +77,23 @@ static int measure(uint32_t n, const char *mode, figures *fig)
     return 0;
 }
 
+typedef struct memory_case {
+    uint32_t n;
+    const char *mode;
+} memory_case;
+
+static int measure_case(void *ctx, void *out)
+{
+    const memory_case *c = ctx;
+    return measure(c->n, c->mode, out);
+}
+
 /* Runs measure() in a child so that every case starts from a fresh heap. */
 static int run_case(uint32_t n, const char *mode)
 {
-    int fds[2];
-    if (pipe(fds) != 0)
-        return 1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        figures fig = {0};
-        int rc = measure(n, mode, &fig);
-        if (rc == 0 && write(fds[1], &fig, sizeof fig) != (ssize_t)sizeof fig)
-            rc = 1;
-        _exit(rc);
-    }
-    close(fds[1]);
-    figures fig;
-    ssize_t got = read(fds[0], &fig, sizeof fig);
-    close(fds[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    if (got != (ssize_t)sizeof fig || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    memory_case c = {n, mode};
+    figures fig = {0};
+    if (partd_bench_in_child(measure_case, &c, &fig, sizeof fig) != 0) {
         fprintf(stderr, "memory case n=%u %s failed\n", n, mode);
         return 1;
     }

@@ -122,27 +122,21 @@ static int measure(int summary, int streamed, figures *fig)
     return rc == PARTD_OK ? 0 : 1;
 }
 
+typedef struct result_case {
+    int summary, streamed;
+} result_case;
+
+static int measure_case(void *ctx, void *out)
+{
+    const result_case *c = ctx;
+    return measure(c->summary, c->streamed, out);
+}
+
 static int run_case(int summary, int streamed)
 {
-    int fds[2];
-    if (pipe(fds) != 0)
-        return 1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        figures fig = {0};
-        int rc = measure(summary, streamed, &fig);
-        if (rc == 0 && write(fds[1], &fig, sizeof fig) != (ssize_t)sizeof fig)
-            rc = 1;
-        _exit(rc);
-    }
-    close(fds[1]);
-    figures fig;
-    ssize_t got = read(fds[0], &fig, sizeof fig);
-    close(fds[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    if (got != (ssize_t)sizeof fig || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    result_case c = {summary, streamed};
+    figures fig = {0};
+    if (partd_bench_in_child(measure_case, &c, &fig, sizeof fig) != 0) {
         fprintf(stderr, "bench_result: case failed\n");
         return 1;
     }
