@@ -47,7 +47,7 @@ partd_intake *partd_intake_new(partd_coding coding, const partd_intake_limits *l
     }
     in->coding = coding;
     partd_problem_init(&in->decode_problem);
-    int ok = partd_sha256_init(&in->digest) == PARTD_OK;
+    int ok = !limits->digest || partd_sha256_init(&in->digest) == PARTD_OK;
     if (ok && coding != PARTD_CODING_IDENTITY)
         ok = (in->unpacker = partd_unpacker_new(coding)) != NULL;
     if (ok)
@@ -87,7 +87,8 @@ static int take_plain(void *ctx, const char *data, size_t n)
         return PARTD_ETOOBIG;
     if (in->plain_bytes > in->approved && approve(in) != PARTD_OK)
         return PARTD_ENOMEM;
-    partd_sha256_update(&in->digest, data, n);
+    if (in->lim.digest)
+        partd_sha256_update(&in->digest, data, n);
     if (in->decode_rc == PARTD_OK && (in->decode_rc = partd_decoder_feed(in->decoder, data, n))) {
         /* Refused: the problem is kept for the answer, the partial model is
          * not. */
@@ -128,14 +129,19 @@ int partd_intake_end(partd_intake *in, char digest[72], partd_problem *pb)
     if (in->rc == PARTD_OK && in->unpacker)
         in->rc = partd_unpacker_finish(in->unpacker);
     unsigned char md[PARTD_SHA256_BYTES];
-    if (in->rc == PARTD_OK)
-        in->rc = partd_sha256_final(&in->digest, md);
-    else
-        partd_sha256_abort(&in->digest);
+    if (in->lim.digest) {
+        if (in->rc == PARTD_OK)
+            in->rc = partd_sha256_final(&in->digest, md);
+        else
+            partd_sha256_abort(&in->digest);
+    }
     in->ended = 1;
     switch (in->rc) {
     case PARTD_OK:
-        partd_digest_hex(md, digest);
+        if (in->lim.digest)
+            partd_digest_hex(md, digest);
+        else
+            digest[0] = '\0';
         return PARTD_OK;
     case PARTD_ETOOBIG:
         if (in->unpacker && in->sent_bytes <= in->lim.max_body_bytes)
@@ -197,7 +203,7 @@ void partd_intake_free(partd_intake *in)
 {
     if (!in)
         return;
-    if (!in->ended)
+    if (!in->ended && in->lim.digest)
         partd_sha256_abort(&in->digest);
     partd_unpacker_free(in->unpacker);
     partd_decoder_free(in->decoder);

@@ -1,7 +1,7 @@
 /*
  * intake.h - a job's request body on its way in. Each piece that arrives is
- * decompressed (Content-Encoding gzip or zstd), digested (SHA-256, what an
- * Idempotency-Key is checked against), decoded by the streaming request
+ * decompressed (Content-Encoding gzip or zstd), digested when asked (SHA-256,
+ * what an Idempotency-Key is checked against), decoded by the streaming request
  * decoder (decode.h) and packed into a zstd frame for the store. Neither the
  * body's plain text nor a JSON tree of it is ever held whole: only the packed
  * frame and the decoded model, and a body that is malformed or too large is
@@ -34,6 +34,9 @@ typedef struct partd_intake_limits {
      * and the packed copy grow with it); NULL: always. */
     partd_grow_fn grow;
     void *grow_ctx;
+    /* Digest the plain body (only a request with an Idempotency-Key needs
+     * it: a replay is checked against it). */
+    int digest;
 } partd_intake_limits;
 
 /* NULL when out of memory. limits is copied. */
@@ -49,7 +52,8 @@ int partd_intake_take(partd_intake *in, const char *data, size_t n);
 uint64_t partd_intake_bytes(const partd_intake *in);
 
 /* The body has ended. First call: the body itself (size, coding); on PARTD_OK
- * digest gets "sha256:"-less hex of the plain body. On error the problem is
+ * digest gets "sha256:"-less hex of the plain body, or "" when the limits did
+ * not ask for it. On error the problem is
  * filled: 413 (PARTD_ETOOBIG), 400 (PARTD_EMALFORMED: an undecodable coding),
  * 503 (PARTD_ENOMEM). */
 int partd_intake_end(partd_intake *in, char digest[72], partd_problem *pb);

@@ -102,7 +102,9 @@ int partd_http_body_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h
         *result = partd_http_send_busy(c, rq);
         return 1;
     }
-    partd_intake_limits lim = {cfg->max_body_bytes, &h->svc->limits, charge_growth, rq};
+    /* Only a request with an Idempotency-Key needs its body's digest. */
+    int digest = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key") != NULL;
+    partd_intake_limits lim = {cfg->max_body_bytes, &h->svc->limits, charge_growth, rq, digest};
     rq->http = h;
     rq->intake = partd_intake_new(rq->body_coding, &lim);
     if (!rq->intake) {

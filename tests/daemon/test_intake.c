@@ -52,7 +52,7 @@ static int take_in_pieces(partd_intake *in, const char *body, size_t len, size_t
 
 static partd_intake *intake(partd_coding coding, uint64_t max)
 {
-    partd_intake_limits lim = {max, NULL, NULL, NULL};
+    partd_intake_limits lim = {max, NULL, NULL, NULL, 1};
     partd_intake *in = partd_intake_new(coding, &lim);
     assert_non_null(in);
     return in;
@@ -100,6 +100,38 @@ static void test_pieces_and_codings_give_the_whole_bodys_request(void **state)
         if (sent.data != body)
             free(sent.data);
     }
+    partd_request_free(whole);
+    free(body);
+}
+
+static void test_without_a_digest_asked_the_request_is_the_same(void **state)
+{
+    (void)state;
+    char *body = chain(200);
+    size_t len = strlen(body);
+    partd_request *whole = tu_decode_ok(body);
+    partd_intake_limits lim = {BIG, NULL, NULL, NULL, 0};
+    partd_intake *in = partd_intake_new(PARTD_CODING_IDENTITY, &lim);
+    assert_non_null(in);
+    assert_int_equal(take_in_pieces(in, body, len, 0), PARTD_OK);
+    partd_problem pb;
+    partd_problem_init(&pb);
+    char digest[72] = "not cleared";
+    assert_int_equal(partd_intake_end(in, digest, &pb), PARTD_OK);
+    assert_string_equal(digest, "");
+    partd_request *req;
+    partd_blob packed;
+    assert_int_equal(partd_intake_finish(in, &req, &packed, &pb), PARTD_OK);
+    assert_string_equal(req->cache_key, whole->cache_key);
+    partd_request_free(req);
+    free(packed.data);
+    partd_problem_free(&pb);
+    partd_intake_free(in);
+    /* Freed before its end: nothing to release for the digest either. */
+    in = partd_intake_new(PARTD_CODING_IDENTITY, &lim);
+    assert_non_null(in);
+    assert_int_equal(take_in_pieces(in, body, len / 2, 0), PARTD_OK);
+    partd_intake_free(in);
     partd_request_free(whole);
     free(body);
 }
@@ -241,7 +273,7 @@ static void test_the_budget_is_asked_as_the_body_grows(void **state)
     char *body = chain(4000);
     size_t len = strlen(body), limit = 100000;
     assert_true(len > 2 * limit);
-    partd_intake_limits lim = {BIG, NULL, approve_up_to, &limit};
+    partd_intake_limits lim = {BIG, NULL, approve_up_to, &limit, 1};
     partd_intake *in = partd_intake_new(PARTD_CODING_IDENTITY, &lim);
     assert_int_equal(take_in_pieces(in, body, len, 4096), PARTD_ENOMEM);
     partd_problem pb;
@@ -258,6 +290,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pieces_and_codings_give_the_whole_bodys_request),
+        cmocka_unit_test(test_without_a_digest_asked_the_request_is_the_same),
         cmocka_unit_test(test_a_stored_plain_body_still_decodes),
         cmocka_unit_test(test_a_damaged_stored_frame_is_the_servers_error),
         cmocka_unit_test(test_too_large_bodies_name_the_limit),
