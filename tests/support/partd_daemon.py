@@ -111,8 +111,9 @@ class Response:
 class Daemon:
     """One `partd serve` process and the HTTP helpers of the tests."""
 
-    def __init__(self, data_dir, args=(), env=None, notify=False):
+    def __init__(self, data_dir, args=(), env=None, notify=False, cpus=None):
         self.data_dir = str(data_dir)
+        self.cpus = set(cpus) if cpus is not None else None  # CPUs it may run on
         self.args = list(args) + _store_args(data_dir, args)
         self.env = dict(os.environ, **(env or {}))
         self.notify_path = None
@@ -153,9 +154,11 @@ class Daemon:
             self._notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             self._notify.bind(self.notify_path)
             self._notify.settimeout(0.25)
+        # Pinned before exec, so that every thread it starts inherits it.
+        pin = (lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None
         self.proc = subprocess.Popen(cmd + self.args, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     env=self.env, text=True)
+                                     env=self.env, text=True, preexec_fn=pin)
         ready = threading.Event()
 
         def read():
@@ -336,9 +339,10 @@ class DaemonFactory:
         self.base_dir = pathlib.Path(base_dir)
         self.started = []
 
-    def make(self, *args, env=None, data_dir=None, start=True, ready=True, notify=False):
+    def make(self, *args, env=None, data_dir=None, start=True, ready=True, notify=False,
+             cpus=None):
         d = Daemon(data_dir or (self.base_dir / f"data{len(self.started)}"), args, env,
-                   notify=notify)
+                   notify=notify, cpus=cpus)
         self.started.append(d)
         if start:
             d.start(ready=ready)
