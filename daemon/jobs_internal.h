@@ -14,6 +14,8 @@
  *   jobs_share.c    on a shared store (replicas): claiming jobs from the
  *                   store, renewing their leases (both on its own store
  *                   thread), waking on announcements.
+ *   jobs_write.c    on a shared store: the end of each run written on a
+ *                   writer thread of its own.
  *                   Then the store is the queue: a submitted job is only
  *                   announced, and runs here once claimed (by any replica);
  *                   the table holds only the jobs this replica runs.
@@ -25,6 +27,8 @@
  *                 table_lock, writes the store, calls uv_queue_work/uv_cancel.
  *   pool threads  plan one run each (plan_work); they touch only their run
  *                 and post a "started" message.
+ *   writer thread (shared store) writes a run's end as the loop decided it
+ *                 (run.end); it touches only that and the store.
  *
  * Ownership: the table owns its jobs (freed with partd_jobs_job_free when
  * they leave it); a run owns its request, result forms and problem; the
@@ -48,6 +52,7 @@
 
 typedef struct run run;
 struct claimed;
+struct partd_writer;
 struct partd_share;
 
 typedef struct job {
@@ -104,6 +109,22 @@ struct run {
     char etag[72];
     char *summary;
     partd_problem problem;
+    /* How the run ends: decided on the loop once planning is over, written
+     * to the store there or on the writer thread, then applied on the loop
+     * (jobs_pool.c). The rows are copies of the jobs' rows taken at the
+     * decision, so the writer never reads a job the loop may free. */
+    struct run_end {
+        int result_only;       /* no job waits: only the result is kept */
+        partd_job_status status;
+        char *error;           /* problem document when failed (owned) */
+        int error_status;
+        int64_t now;
+        partd_job_row *copies; /* the rows written; NULL: each job's own */
+        const partd_job_row **rows;
+        size_t n_rows;
+        int stored;            /* the store took it */
+    } end;
+    run *write_next;           /* the writer's queues */
 };
 
 struct partd_jobs {
@@ -140,6 +161,7 @@ struct partd_jobs {
     struct claimed *decoding;  /* claimed jobs whose requests the pool decodes */
     unsigned n_decoding;       /* those, and the jobs a claim out asks for */
     struct partd_share *share; /* the store thread and its tasks */
+    struct partd_writer *writer; /* the writer thread (jobs_write.c) */
 };
 
 /* ---- jobs_queue.c: table and messages ----------------------------------- */
@@ -177,6 +199,24 @@ void partd_jobs_unkey(partd_jobs *j, run *r);
 /* The run started planning: its jobs turn running. */
 void partd_jobs_on_started(partd_jobs *j, run *r);
 void partd_jobs_mark_running(partd_jobs *j, job *jb, run *r);
+/* Any thread: writes r's end (r->end, decided on the loop) to the store. */
+void partd_jobs_end_store(partd_jobs *j, run *r);
+/* Loop thread: r's end is written (or refused): the cache, the table and
+ * the metrics follow, and the run is freed; its planner is free. */
+void partd_jobs_end_written(partd_jobs *j, run *r);
+
+/* ---- jobs_write.c: the writer thread (shared store) ---------------------- */
+
+/* Loop thread, at start on a shared store. Without it (no memory, no
+ * thread) ends are written on the loop. */
+void partd_jobs_writer_start(partd_jobs *j);
+/* Loop thread: queues r's end for the writer (1; partd_jobs_end_written
+ * follows on the loop), or 0 when there is no writer or r's rows were not
+ * copied (the caller writes it itself). */
+int partd_jobs_write_later(partd_jobs *j, run *r);
+/* Loop thread: the writer writes what it holds and stops; those ends are
+ * applied here. */
+void partd_jobs_writer_close(partd_jobs *j);
 
 /* ---- jobs_share.c: a shared store ---------------------------------------- */
 

@@ -138,6 +138,9 @@ static void run_free(partd_jobs *j, run *r)
     partd_request_free(r->req);
     partd_blobs_free(r->forms);
     free(r->summary);
+    free(r->end.error);
+    free(r->end.copies);
+    free(r->end.rows);
     partd_problem_free(&r->problem);
     pthread_cond_destroy(&r->ack_cond);
     pthread_mutex_destroy(&r->ack_lock);
@@ -260,24 +263,6 @@ static void problem_for(run *r, partd_problem *p, uint64_t timeout_ms)
     }
 }
 
-static size_t fill_rows(const run *r, partd_job_row *copies, const partd_job_row **rows,
-                        partd_job_status status, int64_t now, const char *error,
-                        int error_status)
-{
-    size_t n = 0;
-    for (const job *jb = r->jobs; jb; jb = jb->run_next) {
-        partd_job_row *c = &copies[n];
-        *c = jb->row; /* shallow: the store only reads it */
-        c->status = status;
-        c->finished_ms = status == PARTD_JOB_QUEUED ? 0 : now;
-        c->summary = status == PARTD_JOB_SUCCEEDED ? r->summary : NULL;
-        c->error = (char *)error;
-        c->error_status = error_status;
-        rows[n++] = c;
-    }
-    return n;
-}
-
 static char *store_failure_problem(int *status)
 {
     partd_problem p;
@@ -308,89 +293,134 @@ static char *error_or_oom(char *text, int *status)
     return strdup(OOM_PROBLEM);
 }
 
-/* Writes the final rows of r's jobs (and the result, when given) in one
- * transaction: PARTD_OK or the store's error. Without memory for the row
- * list each job is written on its own (the first with the result). */
-static int store_final_rows(partd_jobs *j, const run *r, const partd_store_result *res,
-                            partd_job_status status, int64_t now, const char *error,
-                            int error_status)
+/* Sets the final state decided in r->end on a job's row (a copy). */
+static void end_row(const run *r, partd_job_row *row)
 {
-    partd_job_row *copies = calloc(r->n_jobs + 1, sizeof *copies);
-    const partd_job_row **rows = calloc(r->n_jobs + 1, sizeof *rows);
-    int rc;
-    if (copies && rows) {
-        size_t n = fill_rows(r, copies, rows, status, now, error, error_status);
-        rc = partd_store_finish_jobs(j->svc->store, res, rows, n);
+    const struct run_end *e = &r->end;
+    row->status = e->status;
+    row->finished_ms = e->status == PARTD_JOB_QUEUED ? 0 : e->now;
+    row->summary = e->status == PARTD_JOB_SUCCEEDED ? r->summary : NULL;
+    row->error = e->error;
+    row->error_status = e->error_status;
+}
+
+/* Writes the final rows of r's jobs (and the result, when given) in one
+ * transaction: PARTD_OK or the store's error. From the copies taken at the
+ * decision; without them (no memory) each job is written on its own from
+ * the table, on the loop only (the first with the result). */
+static int write_rows(partd_jobs *j, run *r, const partd_store_result *res)
+{
+    struct run_end *e = &r->end;
+    if (e->copies) {
+        for (size_t i = 0; i < e->n_rows; i++)
+            end_row(r, &e->copies[i]);
+        return partd_store_finish_jobs(j->svc->store, res, e->rows, e->n_rows);
+    }
+    int rc = PARTD_OK;
+    for (const job *jb = r->jobs; jb && rc == PARTD_OK; jb = jb->run_next) {
+        partd_job_row one = jb->row;
+        end_row(r, &one);
+        const partd_job_row *row = &one;
+        rc = partd_store_finish_jobs(j->svc->store, jb == r->jobs ? res : NULL, &row, 1);
+    }
+    return rc;
+}
+
+/* Loop thread: copies the rows of r's jobs for the write (shallow: the
+ * store only reads them, and end_row replaces their pointers). */
+static void copy_rows(run *r)
+{
+    struct run_end *e = &r->end;
+    e->copies = calloc(r->n_jobs + 1, sizeof *e->copies);
+    e->rows = calloc(r->n_jobs + 1, sizeof *e->rows);
+    if (!e->copies || !e->rows) {
+        free(e->copies);
+        free(e->rows);
+        e->copies = NULL;
+        e->rows = NULL;
+        return;
+    }
+    for (const job *jb = r->jobs; jb; jb = jb->run_next) {
+        e->copies[e->n_rows] = jb->row;
+        e->rows[e->n_rows] = &e->copies[e->n_rows];
+        e->n_rows++;
+    }
+}
+
+/* Loop thread: how r ends (r->end), once planning is over. Returns whether
+ * there is anything to write: the jobs' final rows, or only the result of
+ * a plan every job of which was cancelled meanwhile (kept for the cache). */
+static int end_decide(partd_jobs *j, run *r)
+{
+    struct run_end *e = &r->end;
+    e->now = partd_now_ms();
+    if (r->n_jobs == 0) {
+        e->result_only = r->rc == PARTD_OK &&
+                         r->forms[PARTD_CODING_IDENTITY].data != NULL;
+        return e->result_only;
+    }
+    if (r->abandoned) {
+        e->status = PARTD_JOB_QUEUED; /* left for the next start */
+    } else if (r->rc == PARTD_OK && partd_cancel_check(&r->cancel) != PARTD_ETIMEOUT) {
+        e->status = PARTD_JOB_SUCCEEDED;
     } else {
-        rc = PARTD_OK;
-        for (const job *jb = r->jobs; jb && rc == PARTD_OK; jb = jb->run_next) {
-            partd_job_row one = jb->row;
-            one.status = status;
-            one.finished_ms = status == PARTD_JOB_QUEUED ? 0 : now;
-            one.summary = status == PARTD_JOB_SUCCEEDED ? r->summary : NULL;
-            one.error = (char *)error;
-            one.error_status = error_status;
-            const partd_job_row *row = &one;
-            rc = partd_store_finish_jobs(j->svc->store, jb == r->jobs ? res : NULL, &row, 1);
+        /* Failed, or over its deadline by the time it would be stored: the
+         * deadline holds for storing too. */
+        if (r->rc == PARTD_OK)
+            r->rc = PARTD_ETIMEOUT;
+        e->status = PARTD_JOB_FAILED;
+        problem_for(r, &r->problem, j->svc->cfg->job_timeout_ms);
+        e->error_status = r->problem.status;
+        e->error = error_or_oom(partd_problem_to_json(&r->problem, NULL), &e->error_status);
+    }
+    /* Later identical jobs start a run of their own (or find the cache):
+     * the rows to write are fixed now. */
+    partd_jobs_unkey(j, r);
+    copy_rows(r);
+    return 1;
+}
+
+/* Any thread: writes r's end; when the store refuses a computed plan, its
+ * jobs fail with a problem that says so (and that is written instead). */
+void partd_jobs_end_store(partd_jobs *j, run *r)
+{
+    struct run_end *e = &r->end;
+    if (e->result_only) {
+        partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
+        e->stored = partd_store_put_result(j->svc->store, &res) == PARTD_OK;
+        return;
+    }
+    if (e->status == PARTD_JOB_SUCCEEDED) {
+        partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
+        e->stored = write_rows(j, r, &res) == PARTD_OK;
+        if (!e->stored) {
+            e->status = PARTD_JOB_FAILED;
+            e->error = error_or_oom(store_failure_problem(&e->error_status), &e->error_status);
         }
     }
-    free(copies);
-    free(rows);
-    return rc;
+    if (!e->stored)
+        e->stored = write_rows(j, r, NULL) == PARTD_OK;
 }
 
 static void on_retry(uv_timer_t *t);
 
-/* Finishes every job of a completed run: store first, then cache and
- * table, so that whatever a poll sees is already durable. When the store
- * refuses (disk full, read-only), a computed plan fails with a problem that
- * says so, and jobs whose final state cannot be written stay in the table
- * (answering polls) while a timer retries the write. */
-static void finish_run_jobs(partd_jobs *j, run *r)
+/* Loop thread: r's jobs after their end was written (or refused): cache
+ * first, then table, so that whatever a poll sees is already durable. Jobs
+ * whose final state could not be written stay in the table (answering
+ * polls) while a timer retries the write; on a shared store they are let
+ * go instead. */
+static void end_jobs(partd_jobs *j, run *r)
 {
-    partd_job_status status;
-    char *error = NULL;
-    int error_status = 0;
-    int64_t now = partd_now_ms();
-    if (r->abandoned) {
-        status = PARTD_JOB_QUEUED; /* left for the next start */
-    } else if (r->rc == PARTD_OK) {
-        status = PARTD_JOB_SUCCEEDED;
-    } else {
-        status = PARTD_JOB_FAILED;
-        problem_for(r, &r->problem, j->svc->cfg->job_timeout_ms);
-        error_status = r->problem.status;
-        error = error_or_oom(partd_problem_to_json(&r->problem, NULL), &error_status);
-    }
-    int stored = 0;
-    if (status == PARTD_JOB_SUCCEEDED && partd_cancel_check(&r->cancel) == PARTD_ETIMEOUT) {
-        /* Over its deadline by the time it would be stored: the deadline
-         * holds for storing too. */
-        r->rc = PARTD_ETIMEOUT;
-        status = PARTD_JOB_FAILED;
-        problem_for(r, &r->problem, j->svc->cfg->job_timeout_ms);
-        error_status = r->problem.status;
-        error = error_or_oom(partd_problem_to_json(&r->problem, NULL), &error_status);
-    }
-    if (status == PARTD_JOB_SUCCEEDED) {
-        partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
-        stored = store_final_rows(j, r, &res, status, now, NULL, 0) == PARTD_OK;
-        if (!stored) {
-            status = PARTD_JOB_FAILED;
-            error = error_or_oom(store_failure_problem(&error_status), &error_status);
-        }
-    }
-    if (!stored)
-        stored = store_final_rows(j, r, NULL, status, now, error, error_status) == PARTD_OK;
+    const struct run_end *e = &r->end;
+    partd_job_status status = e->status;
+    int stored = e->stored;
     if (status == PARTD_JOB_SUCCEEDED) {
         /* Cached only once stored (status stays succeeded only then): a
          * cache hit always has a stored result. */
         char *summary = strdup(r->summary);
-        if (summary) {
+        if (summary)
             partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
-        }
     }
-
     double secs = (double)(r->end_ns - r->start_ns) / 1e9;
     job *jb = r->jobs;
     while (jb) {
@@ -407,9 +437,9 @@ static void finish_run_jobs(partd_jobs *j, run *r)
             /* Polls keep reading the table: complete the row first. */
             pthread_mutex_lock(&j->table_lock);
             jb->row.summary = status == PARTD_JOB_SUCCEEDED ? strdup(r->summary) : NULL;
-            jb->row.error = error ? strdup(error) : NULL;
-            jb->row.finished_ms = now;
-            jb->row.error_status = error_status;
+            jb->row.error = e->error ? strdup(e->error) : NULL;
+            jb->row.finished_ms = e->now;
+            jb->row.error_status = e->error_status;
             pthread_mutex_unlock(&j->table_lock);
         }
         if (status != PARTD_JOB_QUEUED) {
@@ -432,7 +462,6 @@ static void finish_run_jobs(partd_jobs *j, run *r)
         uv_timer_start(&j->retry, on_retry, RETRY_MS, RETRY_MS);
     r->jobs = NULL;
     r->n_jobs = 0;
-    free(error);
 }
 
 /* Writes the final state of jobs the store refused earlier. */
@@ -462,6 +491,30 @@ static void on_retry(uv_timer_t *t)
     uv_timer_stop(&j->retry);
 }
 
+static void end_run(partd_jobs *j, run *r)
+{
+    run_free(j, r);
+    /* Models and results of large graphs are big; hand the freed memory back
+     * so the resident size returns to its idle level between jobs. */
+    malloc_trim(0);
+    partd_jobs_maybe_drained(j);
+    partd_jobs_share_kick(j); /* a planner is free */
+}
+
+void partd_jobs_end_written(partd_jobs *j, run *r)
+{
+    struct run_end *e = &r->end;
+    if (e->result_only) {
+        char *summary = NULL;
+        /* Cached only when stored: a cache hit always has a stored result. */
+        if (e->stored && (summary = strdup(r->summary)) != NULL)
+            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
+    } else {
+        end_jobs(j, r);
+    }
+    end_run(j, r);
+}
+
 static void after_plan(uv_work_t *w, int status)
 {
     run *r = w->data;
@@ -478,23 +531,15 @@ static void after_plan(uv_work_t *w, int status)
          * shutdown (jobs stay queued in the store for the next start). */
         r->abandoned = 1;
         r->end_ns = r->start_ns = partd_monotonic_ns();
-        if (r->n_jobs)
-            finish_run_jobs(j, r);
-    } else if (r->n_jobs) {
-        finish_run_jobs(j, r);
-    } else if (r->rc == PARTD_OK && r->forms[PARTD_CODING_IDENTITY].data) {
-        /* Every job was cancelled but planning finished anyway: keep it. */
-        partd_store_result res = {r->cache_key, r->etag, r->summary, r->forms};
-        char *summary = NULL;
-        /* Cached only when stored: a cache hit always has a stored result. */
-        if (partd_store_put_result(j->svc->store, &res) == PARTD_OK &&
-            (summary = strdup(r->summary)) != NULL)
-            partd_cache_put(j->svc->cache, r->cache_key, r->etag, r->forms, summary, NULL);
     }
-    run_free(j, r);
-    /* Models and results of large graphs are big; hand the freed memory back
-     * so the resident size returns to its idle level between jobs. */
-    malloc_trim(0);
-    partd_jobs_maybe_drained(j);
-    partd_jobs_share_kick(j); /* a planner is free */
+    if (!end_decide(j, r)) {
+        end_run(j, r);
+        return;
+    }
+    /* On a shared store the database may be slow or away: the loop does
+     * not wait for it (its jobs keep their leases meanwhile). */
+    if (j->shared && partd_jobs_write_later(j, r))
+        return;
+    partd_jobs_end_store(j, r);
+    partd_jobs_end_written(j, r);
 }

@@ -548,6 +548,7 @@ void partd_jobs_share_start(partd_jobs *j)
     }
     j->share = sh;
     j->share_started = 1;
+    partd_jobs_writer_start(j);
     uv_timer_init(j->loop, &j->poll_timer);
     j->poll_timer.data = j;
     uv_timer_init(j->loop, &j->renew_timer);
@@ -606,6 +607,9 @@ void partd_jobs_share_close(partd_jobs *j)
             j->n_decoding -= t->asked;
         task_free(t);
     }
+    /* Ends still being written are written first (runs normally have all
+     * ended by now: a drain waits for them). */
+    partd_jobs_writer_close(j);
     j->share = NULL;
     uv_close((uv_handle_t *)&sh->async, on_async_closed);
 }

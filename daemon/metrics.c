@@ -248,10 +248,15 @@ char *partd_metrics_render(partd_metrics *m, const partd_metrics_gauges *g, size
                 "# TYPE partd_build_info gauge\n"
                 "partd_build_info{version=\"%s\",planner_version=\"%s\",build=\"%s\"} 1\n",
             PARTD_VERSION, PARTD_PLANNER_VERSION, PARTD_BUILD);
-    if (shared)
+    if (shared) {
         counter(&b, "partd_store_round_trips_total",
                 "Round trips to the shared store's database server.",
                 partd_store_round_trips(shared));
+        gauge(&b, "partd_store_ends_unwritten",
+              "Ends of runs (results and final job states) waiting to be written to the "
+              "shared store.",
+              (double)atomic_load(&m->ends_unwritten));
+    }
     process_metrics(&b, m->start_time_s);
     if (b.failed) {
         free(b.p);

@@ -53,6 +53,9 @@ typedef struct partd_metrics {
     partd_histogram queue_wait;
     atomic_int_fast64_t jobs_queued;
     atomic_int_fast64_t jobs_running;
+    /* Ends of runs handed to the writer thread and not yet written (a
+     * shared store; jobs_write.c). */
+    atomic_int_fast64_t ends_unwritten;
     atomic_uint_fast64_t cache_hits, cache_misses;
     double start_time_s;
     /* A store shared by replicas, once work sharing has started (NULL

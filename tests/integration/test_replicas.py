@@ -8,10 +8,11 @@ over within the lease + 2 s, same bytes); cancel from the other replica;
 shared cache and idempotency keys; a database restart (readiness 503 and
 back on its own, POST answered 503 promptly, /livez and /version answered
 while claims and renewals fail, nothing accepted lost); the round trips a
-job costs; partd_jobs_queued reporting the shared queue; the postgres://
-scheme.
+job costs; partd_jobs_queued reporting the shared queue; the end of a run
+written while the replica goes on answering; the postgres:// scheme.
 """
 import datetime
+import subprocess
 import time
 
 import pytest
@@ -233,6 +234,42 @@ def test_queued_metric_counts_the_shared_queue(make_daemon, pg_url, slow_body):
     b, = replicas(make_daemon, pg_url, "--workers", "1", names=("B",))
     wait_until("B took them", lambda: b.metric("partd_jobs_queued") == 0, timeout=60)
     assert a.request("DELETE", f"/v1/jobs/{slow}").status == 200
+
+
+def test_the_loop_answers_while_an_end_waits_for_the_database(make_daemon, pg_server, pg_url):
+    """The end of a run (its result and final state) is written on a thread
+    of its own: while that write waits for the database (here on a lock
+    held on the results table), the replica goes on with what its event
+    loop does, such as cancelling a queued job; the end is written once the
+    database lets it, under the same claim."""
+    db = pg_url.rsplit("/", 1)[1]
+    a, = replicas(make_daemon, pg_url, "--workers", "1", names=("A",))
+    holder = subprocess.Popen(["psql", "-h", "127.0.0.1", "-p", str(pg_server.port), "-U",
+                               "partd", "-d", db, "-qAt", "-v", "ON_ERROR_STOP=1"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        # Reads of results go on; writes to it wait.
+        holder.stdin.write("BEGIN; LOCK TABLE results IN SHARE MODE; SELECT 'locked';\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "locked"
+        first = a.post_job(chain_request(10, seed=800)).json()["id"]
+        wait_until("its end waits for the database",
+                   lambda: a.metric("partd_store_ends_unwritten") == 1)
+        # The only planner is taken until that end is written: this one
+        # stays queued, and its cancel is the event loop's work.
+        second = a.post_job(chain_request(10, seed=801)).json()["id"]
+        r = a.request("DELETE", f"/v1/jobs/{second}")
+        assert r.status == 200 and r.json()["status"] == "cancelled", r
+        # Answered while the end still waited.
+        assert a.metric("partd_store_ends_unwritten") == 1
+        assert a.job(first)["status"] == "running"
+    finally:
+        holder.stdin.write("COMMIT;\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    job = a.wait_job(first)
+    assert job["status"] == "succeeded" and job["attempts"] == 1, job
+    assert a.metric("partd_store_ends_unwritten") == 0
 
 
 def test_postgres_scheme(make_daemon, pg_url):
