@@ -84,12 +84,15 @@ int partd_jobs_submit(partd_jobs *j, const partd_job_row *row, partd_request *re
  * when the table does not hold it (look in the store). */
 int partd_jobs_lookup(partd_jobs *j, const char *id, partd_job_row *out);
 
-/* HTTP thread: cancels an unfinished job and waits for the loop's answer.
- * The cancel is written to the store before anything else changes.
+/* HTTP thread: cancels an unfinished job. The cancel is written to the
+ * store before anything else changes: on a store of its own by the loop,
+ * whose answer this thread waits for; on a shared store by this thread
+ * (the loop then stops a run of it here, without waiting for it).
  * PARTD_OK with *out the cancelled job, PARTD_STORE_MISSING when the engine
  * does not hold it (also once the loop no longer takes requests: the store
- * alone has it), PARTD_STORE_CONFLICT when it has finished, PARTD_EIO when
- * the store refused the cancel (the job goes on unchanged). */
+ * alone has it; on a shared store: the store has no such job),
+ * PARTD_STORE_CONFLICT when it has finished, PARTD_EIO when the store
+ * refused the cancel (the job goes on unchanged). */
 int partd_jobs_cancel(partd_jobs *j, const char *id, partd_job_row *out);
 
 /* Loop thread: stop starting jobs; runs get grace_ms to finish, then are

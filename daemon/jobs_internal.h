@@ -62,7 +62,7 @@ typedef struct job {
     struct job *unsaved_next;  /* finished, but the store refused the write */
 } job;
 
-enum msg_kind { MSG_SUBMIT, MSG_CANCEL, MSG_STARTED };
+enum msg_kind { MSG_SUBMIT, MSG_CANCEL, MSG_STARTED, MSG_CANCELLED };
 
 typedef struct cancel_reply {
     pthread_mutex_t lock;
@@ -77,8 +77,9 @@ typedef struct msg {
     struct msg *next;
     job *job;                  /* SUBMIT */
     partd_request *req;        /* SUBMIT */
-    char id[PARTD_ID_LEN + 1]; /* CANCEL */
+    char id[PARTD_ID_LEN + 1]; /* CANCEL, CANCELLED */
     cancel_reply *reply;       /* CANCEL */
+    int attempts;              /* CANCELLED: the claim the cancel ended */
     run *run;                  /* STARTED */
 } msg;
 
@@ -228,6 +229,11 @@ void partd_jobs_share_kick(partd_jobs *j);
 /* A job was submitted here: claim it (when the LISTEN connection is down;
  * else on its announcement, which follows). */
 void partd_jobs_share_announce(partd_jobs *j);
+/* A job of ours whose claim `attempts` is no longer ours (cancelled, or
+ * taken over after our lease ran out): its run here stops and the job is
+ * forgotten. Returns 1 when it was in the table (then it counts as
+ * cancelled here), 0 when no run of it was here. */
+int partd_jobs_share_lost(partd_jobs *j, const char *id, int attempts);
 /* A drain: no more claims. */
 void partd_jobs_share_drain(partd_jobs *j);
 void partd_jobs_share_close(partd_jobs *j);

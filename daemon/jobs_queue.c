@@ -180,18 +180,6 @@ static void on_cancel(partd_jobs *j, const char *id, cancel_reply *reply)
     pthread_mutex_lock(&j->table_lock);
     job *jb = partd_map_get(&j->table, id);
     pthread_mutex_unlock(&j->table_lock);
-    if (!jb && j->shared) {
-        /* Queued, or running on another replica (which sees the cancel at
-         * its next lease renewal). */
-        partd_job_row row;
-        int rc = partd_store_cancel_job(j->svc->store, id, partd_now_ms(), &row);
-        reply_cancel(reply, rc, rc == PARTD_OK ? &row : NULL);
-        if (rc == PARTD_OK) {
-            atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_CANCELLED], 1);
-            partd_job_row_clear(&row);
-        }
-        return;
-    }
     if (!jb) {
         reply_cancel(reply, PARTD_STORE_MISSING, NULL);
         return;
@@ -252,6 +240,12 @@ void partd_jobs_process_messages(partd_jobs *j)
             break;
         case MSG_STARTED:
             partd_jobs_on_started(j, m->run); /* embedded in the run: not freed */
+            break;
+        case MSG_CANCELLED:
+            /* Counted once here: as the job of a run here, or else now. */
+            if (!partd_jobs_share_lost(j, m->id, m->attempts))
+                atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_CANCELLED], 1);
+            free(m);
             break;
         }
         m = next;
@@ -414,8 +408,37 @@ int partd_jobs_lookup(partd_jobs *j, const char *id, partd_job_row *out)
     return rc;
 }
 
+/* A shared store: the cancel is one statement, made here on the HTTP
+ * thread (the loop never waits for the database), that cancels the job
+ * wherever it is queued or runs; a run of it on this replica is then
+ * stopped by the loop, as one whose claim was lost (the runner elsewhere
+ * sees it at its next lease renewal). */
+static int cancel_shared(partd_jobs *j, const char *id, partd_job_row *out)
+{
+    int rc = partd_store_cancel_job(j->svc->store, id, partd_now_ms(), out);
+    if (rc != PARTD_OK)
+        return rc;
+    partd_log_field f[] = {PARTD_LF_S("id", out->id), PARTD_LF_S("status", "cancelled"),
+                           PARTD_LF_S("cache_key", out->cache_key), PARTD_LF_END};
+    partd_log("info", "job", f);
+    msg *m = calloc(1, sizeof *m);
+    if (m) {
+        m->kind = MSG_CANCELLED;
+        snprintf(m->id, sizeof m->id, "%s", out->id);
+        m->attempts = out->attempts;
+    }
+    if (!m || send_msg(j, m) != PARTD_OK) {
+        /* A run here stops at its next lease renewal all the same. */
+        free(m);
+        atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_CANCELLED], 1);
+    }
+    return PARTD_OK;
+}
+
 int partd_jobs_cancel(partd_jobs *j, const char *id, partd_job_row *out)
 {
+    if (j->shared)
+        return cancel_shared(j, id, out);
     cancel_reply reply;
     memset(&reply, 0, sizeof reply);
     pthread_mutex_init(&reply.lock, NULL);

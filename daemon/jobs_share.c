@@ -179,6 +179,15 @@ typedef struct partd_share {
     int claiming, renewing, listening; /* a task of that kind is out */
     int announced;                  /* new work was announced while claiming */
     int empty;                      /* the last claim left no job queued */
+    /* Claims lost while no run or decode of them was here: a claim of ours
+     * may still be on its way from the store thread (a cancel on the HTTP
+     * thread can overtake it); it is dropped when it arrives. A ring: a
+     * claim on its way arrives at once, and the rest were other replicas'. */
+    struct lost_claim {
+        char id[PARTD_ID_LEN + 1];
+        int attempts;
+    } recently_lost[64];
+    unsigned lost_next;
 } partd_share;
 
 /* Store thread: a claimed job, handed to the loop to decode (or failed
@@ -297,8 +306,24 @@ static void task_free(task *t)
     free(t);
 }
 
-static void on_lost(partd_jobs *j, const char *id, int attempts);
 static void start_listening(partd_jobs *j, int fd);
+
+static int lost_before_arriving(const partd_share *sh, const partd_job_row *row)
+{
+    for (size_t i = 0; i < sizeof sh->recently_lost / sizeof sh->recently_lost[0]; i++)
+        if (sh->recently_lost[i].attempts == row->attempts &&
+            strcmp(sh->recently_lost[i].id, row->id) == 0)
+            return 1;
+    return 0;
+}
+
+static void remember_lost(partd_share *sh, const char *id, int attempts)
+{
+    size_t n = sizeof sh->recently_lost / sizeof sh->recently_lost[0];
+    struct lost_claim *l = &sh->recently_lost[sh->lost_next++ % n];
+    snprintf(l->id, sizeof l->id, "%s", id);
+    l->attempts = attempts;
+}
 
 /* Loop thread: what a claim brought. */
 static void claim_done(partd_jobs *j, partd_share *sh, task *t)
@@ -308,6 +333,13 @@ static void claim_done(partd_jobs *j, partd_share *sh, task *t)
     while (t->got) {
         claimed *c = t->got;
         t->got = c->next;
+        if (lost_before_arriving(sh, &c->row)) {
+            partd_log_msg("info", "job", "job %s is no longer ours (cancelled or taken over)",
+                          c->row.id);
+            free(c->body);
+            free(c);
+            continue;
+        }
         start_decode(j, c);
     }
     /* Fewer than asked, or none left: nothing more to claim until new work
@@ -335,7 +367,7 @@ static void on_task_done(uv_async_t *a)
             sh->renewing = 0;
             for (size_t i = 0; t->rc == PARTD_OK && i < t->n; i++)
                 if (t->lost[i])
-                    on_lost(j, t->ids[i], t->leases[i].attempts);
+                    partd_jobs_share_lost(j, t->ids[i], t->leases[i].attempts);
         } else {
             sh->listening = 0;
             start_listening(j, t->fd);
@@ -389,19 +421,22 @@ void partd_jobs_share_announce(partd_jobs *j)
 
 /* ---- leases --------------------------------------------------------------- */
 
-/* A job of ours that is no longer our claim (cancelled elsewhere, or taken
- * over after our lease ran out): stop planning it, forget it. `attempts`
- * is the claim that was lost (a later claim of the same job stays). */
-static void on_lost(partd_jobs *j, const char *id, int attempts)
+/* A later claim of the same job (after `attempts`) stays: it is another
+ * replica's, or ours again. */
+int partd_jobs_share_lost(partd_jobs *j, const char *id, int attempts)
 {
+    int decoding = 0;
     for (claimed *c = j->decoding; c; c = c->next)
         if (strcmp(c->row.id, id) == 0 && c->row.attempts == attempts)
-            c->lost = 1;
+            c->lost = decoding = 1;
     pthread_mutex_lock(&j->table_lock);
     job *jb = partd_map_get(&j->table, id);
     pthread_mutex_unlock(&j->table_lock);
-    if (!jb || !jb->run || jb->row.attempts != attempts)
-        return;
+    if (!jb || !jb->run || jb->row.attempts != attempts) {
+        if (!decoding && j->share)
+            remember_lost(j->share, id, attempts);
+        return 0;
+    }
     run *r = jb->run;
     partd_jobs_detach(r, jb);
     if (r->n_jobs == 0)
@@ -411,6 +446,7 @@ static void on_lost(partd_jobs *j, const char *id, int attempts)
     partd_log_msg("info", "job", "job %s is no longer ours (cancelled or taken over); "
                   "stopped", jb->row.id);
     partd_jobs_job_free(jb);
+    return 1;
 }
 
 /* The leases of every job claimed here (running or decoding), renewed on

@@ -4,7 +4,8 @@ Against a throw-away PostgreSQL server the suite starts itself (partd_pg.py;
 skipped, saying why, when the server binaries are not installed): two
 replicas sharing 30 jobs, each run once with results byte-identical to
 `partd plan`; kill -9 of a replica while it plans (the other takes its jobs
-over within the lease + 2 s, same bytes); cancel from the other replica;
+over within the lease + 2 s, same bytes); cancel from the other replica and
+from the runner itself;
 shared cache and idempotency keys; a database restart (readiness 503 and
 back on its own, POST answered 503 promptly, /livez and /version answered
 while claims and renewals fail, nothing accepted lost); the round trips a
@@ -99,6 +100,25 @@ def test_cancel_on_another_replica_stops_the_run(make_daemon, pg_url, slow_body)
     small = chain_request(10, seed=3)
     job = a.wait_job(b.post_job(small).json()["id"], timeout=60)
     assert job["status"] == "succeeded"
+
+
+def test_cancel_on_the_runner_stops_the_run_at_once(make_daemon, pg_url, slow_body):
+    """A DELETE on the replica that runs the job stops the run there and
+    then, not at a lease renewal (the lease here outlasts the test)."""
+    a = make_daemon("--store", pg_url, "--name", "A", "--workers", "1", "--lease-ms", "600000")
+    job_id = a.post_job(slow_body).json()["id"]
+    # Its request decoded, A's planner is on it (a sanitizer build decodes
+    # slowly: the timeout allows for it).
+    wait_until("A's planner on the job", lambda: a.metric("partd_jobs_running") == 1,
+               timeout=180)
+    r = a.request("DELETE", f"/v1/jobs/{job_id}")
+    assert r.status == 200 and r.json()["status"] == "cancelled", r
+    a.wait_log(rf"job {job_id} is no longer ours .*; stopped")
+    wait_until("A's planner is free", lambda: a.metric("partd_jobs_running") == 0)
+    assert a.metric("partd_jobs_finished_total", 'status="cancelled"') == 1
+    job = a.wait_job(a.post_job(chain_request(10, seed=4)).json()["id"], timeout=60)
+    assert job["status"] == "succeeded"
+    assert a.job(job_id)["status"] == "cancelled"
 
 
 def test_cache_and_idempotency_are_shared(make_daemon, pg_url):
