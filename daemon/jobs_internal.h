@@ -60,6 +60,8 @@ typedef struct job {
     run *run;
     struct job *run_next;
     struct job *unsaved_next;  /* finished, but the store refused the write */
+    int lost;                  /* shared store: the claim ended while its
+                                * run's end was being written */
 } job;
 
 enum msg_kind { MSG_SUBMIT, MSG_CANCEL, MSG_STARTED, MSG_CANCELLED };
@@ -124,6 +126,7 @@ struct run {
         const partd_job_row **rows;
         size_t n_rows;
         int stored;            /* the store took it */
+        int decided;           /* the rows above are being written */
     } end;
     run *write_next;           /* the writer's queues */
 };

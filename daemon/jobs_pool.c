@@ -377,6 +377,7 @@ static int end_decide(partd_jobs *j, run *r)
      * the rows to write are fixed now. */
     partd_jobs_unkey(j, r);
     copy_rows(r);
+    e->decided = 1;
     return 1;
 }
 
@@ -427,6 +428,16 @@ static void end_jobs(partd_jobs *j, run *r)
         job *next = jb->run_next;
         jb->run = NULL;
         jb->run_next = NULL;
+        if (jb->lost) {
+            /* The store left its row as the cancel or the new claim made it. */
+            partd_jobs_table_remove(j, jb);
+            partd_jobs_set_status(j, jb, PARTD_JOB_CANCELLED);
+            partd_log_msg("info", "job", "job %s is no longer ours (cancelled or taken over)",
+                          jb->row.id);
+            partd_jobs_job_free(jb);
+            jb = next;
+            continue;
+        }
         /* Shared: a job whose end cannot be written is let go; its lease
          * runs out and a replica runs it again (nothing is lost). */
         int keep = !stored && status != PARTD_JOB_QUEUED && !j->shared;

@@ -438,6 +438,12 @@ int partd_jobs_share_lost(partd_jobs *j, const char *id, int attempts)
         return 0;
     }
     run *r = jb->run;
+    if (r->end.decided) {
+        /* Its end is being written, from copies of the rows (which the
+         * write leaves as they are now): the job ends once it is written. */
+        jb->lost = 1;
+        return 1;
+    }
     partd_jobs_detach(r, jb);
     if (r->n_jobs == 0)
         partd_jobs_stop_run(j, r);

@@ -10,8 +10,9 @@ shared cache and idempotency keys; a database restart (readiness 503 and
 back on its own, POST answered 503 promptly, /livez and /version answered
 while claims and renewals fail, nothing accepted lost); the round trips a
 job costs; partd_jobs_queued reporting the shared queue; the end of a run
-written while the replica goes on answering; the postgres:// scheme.
+written while the replica goes on answering, and a cancel meanwhile; the postgres:// scheme.
 """
+import contextlib
 import datetime
 import subprocess
 import time
@@ -256,40 +257,71 @@ def test_queued_metric_counts_the_shared_queue(make_daemon, pg_url, slow_body):
     assert a.request("DELETE", f"/v1/jobs/{slow}").status == 200
 
 
+@contextlib.contextmanager
+def results_locked(pg_server, pg_url):
+    """Holds a SHARE lock on the results table: reads of it go on, writes
+    (the end of a successful run) wait until the block is left."""
+    db = pg_url.rsplit("/", 1)[1]
+    holder = subprocess.Popen(["psql", "-h", "127.0.0.1", "-p", str(pg_server.port), "-U",
+                               "partd", "-d", db, "-qAt", "-v", "ON_ERROR_STOP=1"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        holder.stdin.write("BEGIN; LOCK TABLE results IN SHARE MODE; SELECT 'locked';\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.stdin.write("COMMIT;\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
 def test_the_loop_answers_while_an_end_waits_for_the_database(make_daemon, pg_server, pg_url):
     """The end of a run (its result and final state) is written on a thread
     of its own: while that write waits for the database (here on a lock
     held on the results table), the replica goes on with what its event
     loop does, such as cancelling a queued job; the end is written once the
     database lets it, under the same claim."""
-    db = pg_url.rsplit("/", 1)[1]
     a, = replicas(make_daemon, pg_url, "--workers", "1", names=("A",))
-    holder = subprocess.Popen(["psql", "-h", "127.0.0.1", "-p", str(pg_server.port), "-U",
-                               "partd", "-d", db, "-qAt", "-v", "ON_ERROR_STOP=1"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        # Reads of results go on; writes to it wait.
-        holder.stdin.write("BEGIN; LOCK TABLE results IN SHARE MODE; SELECT 'locked';\n")
-        holder.stdin.flush()
-        assert holder.stdout.readline().strip() == "locked"
+    with results_locked(pg_server, pg_url):
         first = a.post_job(chain_request(10, seed=800)).json()["id"]
         wait_until("its end waits for the database",
                    lambda: a.metric("partd_store_ends_unwritten") == 1)
         # The only planner is taken until that end is written: this one
-        # stays queued, and its cancel is the event loop's work.
+        # stays queued.
         second = a.post_job(chain_request(10, seed=801)).json()["id"]
         r = a.request("DELETE", f"/v1/jobs/{second}")
         assert r.status == 200 and r.json()["status"] == "cancelled", r
         # Answered while the end still waited.
         assert a.metric("partd_store_ends_unwritten") == 1
         assert a.job(first)["status"] == "running"
-    finally:
-        holder.stdin.write("COMMIT;\n")
-        holder.stdin.close()
-        holder.wait(timeout=30)
     job = a.wait_job(first)
     assert job["status"] == "succeeded" and job["attempts"] == 1, job
     assert a.metric("partd_store_ends_unwritten") == 0
+
+
+def test_cancel_while_the_end_is_written(make_daemon, pg_server, pg_url):
+    """A job cancelled while its run's end waits for the database stays
+    cancelled: the end's write leaves it as the cancel made it, the replica
+    counts it as cancelled (not succeeded), and the plan it made is kept
+    for the cache."""
+    a, = replicas(make_daemon, pg_url, "--workers", "1", names=("A",))
+    doc = chain_request(10, seed=802)
+    with results_locked(pg_server, pg_url):
+        job_id = a.post_job(doc).json()["id"]
+        wait_until("its end waits for the database",
+                   lambda: a.metric("partd_store_ends_unwritten") == 1)
+        r = a.request("DELETE", f"/v1/jobs/{job_id}")
+        assert r.status == 200 and r.json()["status"] == "cancelled", r
+    a.wait_log(rf"job {job_id} is no longer ours")
+    wait_until("the end written", lambda: a.metric("partd_store_ends_unwritten") == 0)
+    assert a.job(job_id)["status"] == "cancelled"
+    assert a.get(f"/v1/jobs/{job_id}/result").status == 409
+    assert a.metric("partd_jobs_finished_total", 'status="cancelled"') == 1
+    assert a.metric("partd_jobs_finished_total", 'status="succeeded"') == 0
+    assert a.metric("partd_jobs_running") == 0
+    again = a.post_job(doc).json()
+    assert again["status"] == "succeeded" and again["cached"] is True, again
 
 
 def test_postgres_scheme(make_daemon, pg_url):
