@@ -1,8 +1,8 @@
 /*
  * jobs_internal.h - the job engine's shared internal types; private to
- * jobs_queue.c, jobs_pool.c and jobs_recover.c (everyone else uses jobs.h).
+ * the jobs_*.c units (everyone else uses jobs.h).
  *
- * The engine is three units around one struct partd_jobs:
+ * The engine is these units around one struct partd_jobs:
  *   jobs_queue.c    the job table and the message queue: submit, lookup and
  *                   cancel from HTTP threads (mutex + uv_async_send), the
  *                   loop side that handles the messages, drain and close.
@@ -14,6 +14,8 @@
  *   jobs_share.c    on a shared store (replicas): claiming jobs from the
  *                   store, renewing their leases (both on its own store
  *                   thread), waking on announcements.
+ *   jobs_claimed.c  on a shared store: the jobs claimed here, their
+ *                   requests decoded on the pool before they run.
  *   jobs_write.c    on a shared store: the end of each run written on a
  *                   writer thread of its own.
  *                   Then the store is the queue: a submitted job is only
@@ -221,6 +223,37 @@ int partd_jobs_write_later(partd_jobs *j, run *r);
 /* Loop thread: the writer writes what it holds and stops; those ends are
  * applied here. */
 void partd_jobs_writer_close(partd_jobs *j);
+
+/* ---- jobs_claimed.c: claimed jobs (shared store) -------------------------- */
+
+/* A job claimed here whose request a pool thread decodes before it runs. */
+typedef struct claimed {
+    uv_work_t work;
+    partd_jobs *j;
+    partd_job_row row;       /* without summary and error */
+    char *body;              /* the stored request; freed once decoded */
+    size_t len;
+    partd_request *req;
+    partd_problem problem;
+    int rc;
+    int lost;                /* cancelled or taken over meanwhile */
+    struct claimed *next;
+} claimed;
+
+/* Any thread: a claim of row with a copy of its stored request body;
+ * NULL on ENOMEM. */
+claimed *partd_jobs_claimed_new(partd_jobs *j, const partd_job_row *row, const char *body,
+                                size_t len);
+void partd_jobs_claimed_free(claimed *c);
+/* Loop thread: decodes c's request on the pool, then queues the job here
+ * (or gives it back, or fails it). Takes ownership of c. */
+void partd_jobs_claimed_decode(partd_jobs *j, claimed *c);
+/* Any thread: hands a claim back (queued, the attempt not counted). */
+void partd_jobs_give_back(partd_jobs *j, const partd_job_row *row);
+/* Any thread: fails a claimed job with problem document `error` (JSON) of
+ * HTTP status `status`; `why` goes to the log. */
+void partd_jobs_fail_claimed(partd_jobs *j, const partd_job_row *row, char *error, int status,
+                             const char *why);
 
 /* ---- jobs_share.c: a shared store ---------------------------------------- */
 

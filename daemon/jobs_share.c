@@ -27,8 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
-#include "intake.h"
 #include "log.h"
 #include "partd.h"
 
@@ -39,112 +37,6 @@
 static uint64_t lease_ms(const partd_jobs *j)
 {
     return j->svc->cfg->lease_ms ? j->svc->cfg->lease_ms : 30000;
-}
-
-/* ---- claimed jobs --------------------------------------------------------- */
-
-/* Fails a claimed job with problem text `error` (still our claim). */
-static void fail_claimed(partd_jobs *j, const partd_job_row *row, char *error, int status,
-                         const char *why)
-{
-    partd_job_row failed = *row;
-    failed.status = PARTD_JOB_FAILED;
-    failed.finished_ms = partd_now_ms();
-    failed.summary = NULL;
-    failed.error = error;
-    failed.error_status = status;
-    const partd_job_row *rows[1] = {&failed};
-    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
-    atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_FAILED], 1);
-    partd_log_msg("warn", "job", "job %s failed: %s", row->id, why);
-}
-
-/* A claimed job whose request a pool thread decodes (a large model takes
- * seconds: never on the loop, which renews the leases). */
-typedef struct claimed {
-    uv_work_t work;
-    partd_jobs *j;
-    partd_job_row row;       /* without summary and error */
-    char *body;
-    size_t len;
-    partd_request *req;
-    partd_problem problem;
-    int rc;
-    int lost;                /* cancelled or taken over meanwhile */
-    struct claimed *next;
-} claimed;
-
-static void decode_work(uv_work_t *w)
-{
-    claimed *c = w->data;
-    c->rc = partd_intake_decode_stored(c->body, c->len, &c->j->svc->limits, &c->req,
-                                       &c->problem);
-    free(c->body);
-    c->body = NULL;
-}
-
-/* Hands a claim back (queued, the attempt not counted) to whoever is next. */
-static void give_back(partd_jobs *j, const partd_job_row *row)
-{
-    partd_job_row back = *row;
-    back.status = PARTD_JOB_QUEUED;
-    const partd_job_row *rows[1] = {&back};
-    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
-}
-
-static void after_decode(uv_work_t *w, int status)
-{
-    claimed *c = w->data;
-    partd_jobs *j = c->j;
-    for (claimed **p = &j->decoding; *p; p = &(*p)->next)
-        if (*p == c) {
-            *p = c->next;
-            break;
-        }
-    j->n_decoding--;
-    if (c->lost) {
-        partd_log_msg("info", "job", "job %s is no longer ours (cancelled or taken over)",
-                      c->row.id);
-    } else if (status == UV_ECANCELED || j->grace_over) {
-        give_back(j, &c->row);
-    } else if (c->rc != PARTD_OK) {
-        if (c->problem.status == 0)
-            partd_problem_set(&c->problem, 422, "invalid-request", "Invalid request", "%s",
-                              partd_strerror(c->rc));
-        char *error = partd_problem_to_json(&c->problem, NULL);
-        fail_claimed(j, &c->row, error, c->problem.status, "its request no longer decodes");
-        free(error);
-    } else {
-        job *jb = partd_jobs_job_new(&c->row);
-        if (jb) {
-            atomic_fetch_add(&j->svc->metrics.jobs_queued, 1);
-            partd_jobs_enqueue(j, jb, c->req);
-            c->req = NULL;
-        } else {
-            give_back(j, &c->row);
-        }
-    }
-    partd_request_free(c->req);
-    partd_problem_free(&c->problem);
-    free(c->body);
-    free(c);
-    partd_jobs_maybe_drained(j);
-    partd_jobs_share_kick(j);
-}
-
-/* Loop thread: decodes a claimed job on the pool (then it runs here). */
-static void start_decode(partd_jobs *j, claimed *c)
-{
-    if (j->closing || j->grace_over || uv_queue_work(j->loop, &c->work, decode_work,
-                                                     after_decode) != 0) {
-        give_back(j, &c->row);
-        free(c->body);
-        free(c);
-        return;
-    }
-    c->next = j->decoding;
-    j->decoding = c;
-    j->n_decoding++;
 }
 
 /* ---- the store thread ------------------------------------------------------- */
@@ -201,26 +93,16 @@ static void on_claimed(const partd_job_row *row, const char *body, size_t len, i
     if (exhausted) {
         int status = 500;
         char *error = partd_jobs_crash_problem(row->attempts, &status);
-        fail_claimed(j, row, error, status, "its runs ended without finishing too often");
+        partd_jobs_fail_claimed(j, row, error, status,
+                                "its runs ended without finishing too often");
         free(error);
         return;
     }
-    claimed *c = calloc(1, sizeof *c);
-    if (c)
-        c->body = malloc(len + 1);
-    if (!c || !c->body) {
-        free(c);
-        give_back(j, row);
+    claimed *c = partd_jobs_claimed_new(j, row, body, len);
+    if (!c) {
+        partd_jobs_give_back(j, row);
         return;
     }
-    memcpy(c->body, body, len);
-    c->body[len] = '\0';
-    c->len = len;
-    c->j = j;
-    c->row = *row;
-    c->row.summary = c->row.error = NULL;
-    partd_problem_init(&c->problem);
-    c->work.data = c;
     claimed **tail = &t->got; /* in the claim's order: oldest first */
     while (*tail)
         tail = &(*tail)->next;
@@ -297,8 +179,7 @@ static void task_free(task *t)
     while (t->got) {
         claimed *c = t->got;
         t->got = c->next;
-        free(c->body);
-        free(c);
+        partd_jobs_claimed_free(c);
     }
     free(t->leases);
     free(t->ids);
@@ -336,11 +217,10 @@ static void claim_done(partd_jobs *j, partd_share *sh, task *t)
         if (lost_before_arriving(sh, &c->row)) {
             partd_log_msg("info", "job", "job %s is no longer ours (cancelled or taken over)",
                           c->row.id);
-            free(c->body);
-            free(c);
+            partd_jobs_claimed_free(c);
             continue;
         }
-        start_decode(j, c);
+        partd_jobs_claimed_decode(j, c);
     }
     /* Fewer than asked, or none left: nothing more to claim until new work
      * is announced (or the poll timer looks again). A failed claim waits
