@@ -1,18 +1,20 @@
 /*
  * jobs_claimed.c - on a shared store, the jobs this replica has claimed
  * until they run here: the request each one's row carries is decoded on
- * libuv's pool (a large model takes seconds: never on the loop, which
- * renews the leases), then the job joins the table and a run like a job
- * submitted here. A claim that cannot go on is handed back (queued, its
- * attempt not counted) or failed with a problem (its request no longer
- * decodes, or its runs ended without finishing too often). See
- * jobs_internal.h; jobs_share.c claims and renews.
+ * libuv's pool (a large model takes seconds: never on the loop), then the
+ * job joins the table and a run like a job submitted here. A claim that
+ * cannot go on is handed back (queued, its attempt not counted) or failed
+ * with a problem (its request no longer decodes, or its runs ended without
+ * finishing too often). See jobs_internal.h; jobs_share.c claims and
+ * renews.
  *
  * Threads: partd_jobs_claimed_new, partd_jobs_give_back and
- * partd_jobs_fail_claimed run on any thread (the store thread claims);
- * the rest on the loop thread. A write the store refuses while handing
- * back or failing is not retried here: the claim's lease runs out and the
- * job is claimed again (by any replica).
+ * partd_jobs_fail_claimed run on any thread (the store thread claims; a
+ * request that no longer decodes fails on the pool thread that decoded
+ * it); the rest on the loop thread, where a claim is handed back only at
+ * shutdown or when memory runs out. A write the store refuses while
+ * handing back or failing is not retried here: the claim's lease runs out
+ * and the job is claimed again (by any replica).
  */
 #include "jobs_internal.h"
 
@@ -67,6 +69,9 @@ void partd_jobs_fail_claimed(partd_jobs *j, const partd_job_row *row, char *erro
     partd_log_msg("warn", "job", "job %s failed: %s", row->id, why);
 }
 
+/* Pool thread. A request that no longer decodes fails its job here, off
+ * the loop (the store leaves a job cancelled or taken over meanwhile as it
+ * is). */
 static void decode_work(uv_work_t *w)
 {
     claimed *c = w->data;
@@ -74,6 +79,15 @@ static void decode_work(uv_work_t *w)
                                        &c->problem);
     free(c->body);
     c->body = NULL;
+    if (c->rc == PARTD_OK)
+        return;
+    if (c->problem.status == 0)
+        partd_problem_set(&c->problem, 422, "invalid-request", "Invalid request", "%s",
+                          partd_strerror(c->rc));
+    char *error = partd_problem_to_json(&c->problem, NULL);
+    partd_jobs_fail_claimed(c->j, &c->row, error, c->problem.status,
+                            "its request no longer decodes");
+    free(error);
 }
 
 void partd_jobs_give_back(partd_jobs *j, const partd_job_row *row)
@@ -97,16 +111,12 @@ static void after_decode(uv_work_t *w, int status)
     if (c->lost) {
         partd_log_msg("info", "job", "job %s is no longer ours (cancelled or taken over)",
                       c->row.id);
-    } else if (status == UV_ECANCELED || j->grace_over) {
-        partd_jobs_give_back(j, &c->row);
+    } else if (status == UV_ECANCELED) {
+        partd_jobs_give_back(j, &c->row); /* never decoded */
     } else if (c->rc != PARTD_OK) {
-        if (c->problem.status == 0)
-            partd_problem_set(&c->problem, 422, "invalid-request", "Invalid request", "%s",
-                              partd_strerror(c->rc));
-        char *error = partd_problem_to_json(&c->problem, NULL);
-        partd_jobs_fail_claimed(j, &c->row, error, c->problem.status,
-                                "its request no longer decodes");
-        free(error);
+        /* failed on the pool */
+    } else if (j->grace_over) {
+        partd_jobs_give_back(j, &c->row);
     } else {
         job *jb = partd_jobs_job_new(&c->row);
         if (jb) {

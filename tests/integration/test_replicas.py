@@ -10,7 +10,8 @@ shared cache and idempotency keys; a database restart (readiness 503 and
 back on its own, POST answered 503 promptly, /livez and /version answered
 while claims and renewals fail, nothing accepted lost); the round trips a
 job costs; partd_jobs_queued reporting the shared queue; the end of a run
-written while the replica goes on answering, and a cancel meanwhile; the postgres:// scheme.
+written while the replica goes on answering, and a cancel meanwhile; a
+claimed request that no longer decodes; the postgres:// scheme.
 """
 import contextlib
 import datetime
@@ -322,6 +323,30 @@ def test_cancel_while_the_end_is_written(make_daemon, pg_server, pg_url):
     assert a.metric("partd_jobs_running") == 0
     again = a.post_job(doc).json()
     assert again["status"] == "succeeded" and again["cached"] is True, again
+
+
+def test_a_claimed_request_that_no_longer_decodes_fails(make_daemon, pg_server, pg_url,
+                                                        slow_body):
+    """A claimed job whose stored request does not decode (here cut short in
+    the database while it waited) fails with the decoder's problem, under
+    its claim, and the replica goes on with the next job."""
+    a, = replicas(make_daemon, pg_url, "--workers", "1", names=("A",))
+    busy = a.post_job(slow_body).json()["id"]
+    wait_until("the planner busy", lambda: a.job(busy)["status"] == "running")
+    broken = a.post_job(chain_request(10, seed=901)).json()["id"]
+    db = pg_url.rsplit("/", 1)[1]
+    assert pg_server.psql("WITH cut AS (UPDATE jobs SET request = convert_to('{\"graph\":', "
+                          f"'UTF8') WHERE id = '{broken}' AND status = 'queued' RETURNING id) "
+                          "SELECT count(*) FROM cut", db=db) == "1"
+    assert a.request("DELETE", f"/v1/jobs/{busy}").status == 200
+    job = a.wait_job(broken, timeout=60)
+    assert job["status"] == "failed", job
+    assert job["attempts"] == 1 and job["runner"] == "A", job
+    assert job["error"]["status"] == 400, job
+    a.wait_log(rf"job {broken} failed: its request no longer decodes")
+    assert a.metric("partd_jobs_finished_total", 'status="failed"') == 1
+    after = a.post_job(chain_request(10, seed=902)).json()["id"]
+    assert a.wait_job(after)["status"] == "succeeded"
 
 
 def test_postgres_scheme(make_daemon, pg_url):
