@@ -192,8 +192,8 @@ clean:
 #                    corpus in tests/fuzz/corpus/<driver>/; fails on any finding
 #                    (crash artifacts in build-fuzz/artifacts/)
 #   make tsan        partd built with ThreadSanitizer in build-tsan/, then the
-#                    concurrency integration tests (TSAN_TESTS) against it; fails
-#                    on any race report
+#                    concurrency integration tests (TSAN_TESTS, and TSAN_PG_TESTS
+#                    on PostgreSQL) against it; fails on any race report
 FUZZ_BUILD    ?= build-fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_DRIVERS  := request modules http
@@ -235,7 +235,11 @@ fuzz-smoke: fuzz
 # tests against it (a data race aborts the daemon and fails the test).
 .PHONY: tsan
 TSAN_TESTS ?= tests/integration/test_jobs.py tests/integration/test_api.py tests/integration/test_hostile.py
+# On PostgreSQL: replicas sharing the queue (store, writer and HTTP threads
+# meet there), and the job engine on a shared store.
+TSAN_PG_TESTS ?= tests/integration/test_replicas.py tests/integration/test_jobs.py
+TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" PARTD_BIN=$(abspath build-tsan/partd)
 tsan:
 	$(MAKE) BUILD=build-tsan OPT=-O1 SANFLAGS="-fsanitize=thread" build-tsan/partd
-	PARTD_BIN=$(abspath build-tsan/partd) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-		$(PYTHON) -m pytest -q -p no:cacheprovider $(TSAN_TESTS)
+	$(TSAN_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider $(TSAN_TESTS)
+	$(TSAN_ENV) PARTD_TEST_STORE=postgresql $(PYTHON) -m pytest -q -p no:cacheprovider $(TSAN_PG_TESTS)
