@@ -8,20 +8,19 @@
  * finishing too often). See jobs_internal.h; jobs_share.c claims and
  * renews.
  *
- * Threads: partd_jobs_claimed_new, partd_jobs_give_back and
- * partd_jobs_fail_claimed run on any thread (the store thread claims; a
- * request that no longer decodes fails on the pool thread that decoded
- * it); the rest on the loop thread, where a claim is handed back only at
- * shutdown or when memory runs out. A write the store refuses while
- * handing back or failing is not retried here: the claim's lease runs out
- * and the job is claimed again (by any replica).
+ * Threads: partd_jobs_claimed_new and partd_jobs_give_back run on any
+ * thread (the store thread claims); a request that no longer decodes fails
+ * on the pool thread that decoded it (partd_jobs_fail_unrun); the rest
+ * runs on the loop thread, where a claim is handed back only at shutdown
+ * or when memory runs out. A write the store refuses while handing back or
+ * failing is not retried here: the claim's lease runs out and the job is
+ * claimed again (by any replica).
  */
 #include "jobs_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "intake.h"
 #include "log.h"
 #include "partd.h"
 
@@ -54,40 +53,21 @@ void partd_jobs_claimed_free(claimed *c)
     free(c);
 }
 
-void partd_jobs_fail_claimed(partd_jobs *j, const partd_job_row *row, char *error, int status,
-                             const char *why)
-{
-    partd_job_row failed = *row;
-    failed.status = PARTD_JOB_FAILED;
-    failed.finished_ms = partd_now_ms();
-    failed.summary = NULL;
-    failed.error = error;
-    failed.error_status = status;
-    const partd_job_row *rows[1] = {&failed};
-    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
-    atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_FAILED], 1);
-    partd_log_msg("warn", "job", "job %s failed: %s", row->id, why);
-}
-
 /* Pool thread. A request that no longer decodes fails its job here, off
  * the loop (the store leaves a job cancelled or taken over meanwhile as it
  * is). */
 static void decode_work(uv_work_t *w)
 {
     claimed *c = w->data;
-    c->rc = partd_intake_decode_stored(c->body, c->len, &c->j->svc->limits, &c->req,
-                                       &c->problem);
+    c->rc = partd_jobs_decode_stored(c->j, c->body, c->len, &c->req, &c->problem);
     free(c->body);
     c->body = NULL;
     if (c->rc == PARTD_OK)
         return;
-    if (c->problem.status == 0)
-        partd_problem_set(&c->problem, 422, "invalid-request", "Invalid request", "%s",
-                          partd_strerror(c->rc));
     char *error = partd_problem_to_json(&c->problem, NULL);
-    partd_jobs_fail_claimed(c->j, &c->row, error, c->problem.status,
-                            "its request no longer decodes");
+    partd_jobs_fail_unrun(c->j, &c->row, error, c->problem.status);
     free(error);
+    partd_log_msg("warn", "job", "job %s failed: its request no longer decodes", c->row.id);
 }
 
 void partd_jobs_give_back(partd_jobs *j, const partd_job_row *row)

@@ -10,7 +10,8 @@
  *                   after_plan on the loop thread, finishing jobs into the
  *                   store and the cache, retrying store writes that failed.
  *   jobs_recover.c  queueing again, at start, the jobs the store holds as
- *                   unfinished.
+ *                   unfinished; decoding stored requests and failing jobs
+ *                   that cannot run (recovery and claims alike).
  *   jobs_share.c    on a shared store (replicas): claiming jobs from the
  *                   store, renewing their leases (both on its own store
  *                   thread), waking on announcements.
@@ -211,6 +212,19 @@ void partd_jobs_end_store(partd_jobs *j, run *r);
  * the metrics follow, and the run is freed; its planner is free. */
 void partd_jobs_end_written(partd_jobs *j, run *r);
 
+/* ---- jobs_recover.c: jobs taken from the store ---------------------------- */
+
+/* Any thread: decodes a request as stored with job row; on failure
+ * *problem says why (a 422 when the decoder did not). */
+int partd_jobs_decode_stored(const partd_jobs *j, const char *body, size_t len,
+                             partd_request **req, partd_problem *problem);
+/* Any thread: fails a job taken from the store that does not run (its
+ * request no longer decodes, or its runs ended too often) with problem
+ * document `error` (JSON; NULL when memory ran out) of HTTP status
+ * `status`, and counts it failed; the caller logs why. On a shared store
+ * the write is made only while the job is still this claim. */
+void partd_jobs_fail_unrun(partd_jobs *j, const partd_job_row *row, char *error, int status);
+
 /* ---- jobs_write.c: the writer thread (shared store) ---------------------- */
 
 /* Loop thread, at start on a shared store. Without it (no memory, no
@@ -250,10 +264,6 @@ void partd_jobs_claimed_free(claimed *c);
 void partd_jobs_claimed_decode(partd_jobs *j, claimed *c);
 /* Any thread: hands a claim back (queued, the attempt not counted). */
 void partd_jobs_give_back(partd_jobs *j, const partd_job_row *row);
-/* Any thread: fails a claimed job with problem document `error` (JSON) of
- * HTTP status `status`; `why` goes to the log. */
-void partd_jobs_fail_claimed(partd_jobs *j, const partd_job_row *row, char *error, int status,
-                             const char *why);
 
 /* ---- jobs_share.c: a shared store ---------------------------------------- */
 

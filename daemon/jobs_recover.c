@@ -1,7 +1,9 @@
 /*
  * jobs_recover.c - recovery at start: every job the store holds as queued
  * or running is queued again (a request that no longer decodes fails with
- * its problem). See jobs.h.
+ * its problem). Also what recovery and claims on a shared store
+ * (jobs_claimed.c) share: decoding a stored request and failing a job
+ * that cannot run. See jobs.h and jobs_internal.h.
  */
 #include "jobs_internal.h"
 
@@ -18,18 +20,34 @@ typedef struct recover_ctx {
     int rc;
 } recover_ctx;
 
-static void fail_recovered(partd_jobs *j, const partd_job_row *row, partd_problem *p)
+void partd_jobs_fail_unrun(partd_jobs *j, const partd_job_row *row, char *error, int status)
 {
     partd_job_row failed = *row;
     failed.status = PARTD_JOB_FAILED;
     failed.finished_ms = partd_now_ms();
     failed.summary = NULL;
-    failed.error = partd_problem_to_json(p, NULL);
-    failed.error_status = p->status;
+    failed.error = error;
+    failed.error_status = status;
     const partd_job_row *rows[1] = {&failed};
     partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
-    free(failed.error);
     atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_FAILED], 1);
+}
+
+int partd_jobs_decode_stored(const partd_jobs *j, const char *body, size_t len,
+                             partd_request **req, partd_problem *problem)
+{
+    int rc = partd_intake_decode_stored(body, len, &j->svc->limits, req, problem);
+    if (rc != PARTD_OK && problem->status == 0)
+        partd_problem_set(problem, 422, "invalid-request", "Invalid request", "%s",
+                          partd_strerror(rc));
+    return rc;
+}
+
+static void fail_recovered(partd_jobs *j, const partd_job_row *row, partd_problem *p)
+{
+    char *error = partd_problem_to_json(p, NULL);
+    partd_jobs_fail_unrun(j, row, error, p->status);
+    free(error);
     partd_log_msg("warn", "recover", "job %s no longer decodes and failed: %s", row->id,
                   p->detail ? p->detail : "");
 }
@@ -53,15 +71,10 @@ char *partd_jobs_crash_problem(int attempts, int *status)
  * crash-loop). */
 static void fail_exhausted(partd_jobs *j, const partd_job_row *row)
 {
-    partd_job_row failed = *row;
-    failed.status = PARTD_JOB_FAILED;
-    failed.finished_ms = partd_now_ms();
-    failed.summary = NULL;
-    failed.error = partd_jobs_crash_problem(row->attempts, &failed.error_status);
-    const partd_job_row *rows[1] = {&failed};
-    partd_store_finish_jobs(j->svc->store, NULL, rows, 1);
-    free(failed.error);
-    atomic_fetch_add(&j->svc->metrics.jobs_finished[PARTD_JOB_FAILED], 1);
+    int status = 500;
+    char *error = partd_jobs_crash_problem(row->attempts, &status);
+    partd_jobs_fail_unrun(j, row, error, status);
+    free(error);
     partd_log_msg("warn", "recover", "job %s was running when the process died %d times; "
                   "it failed", row->id, row->attempts);
 }
@@ -78,11 +91,7 @@ static void recover_one(const partd_job_row *row, const char *body, size_t len, 
     partd_request *req = NULL;
     partd_problem problem;
     partd_problem_init(&problem);
-    int status = partd_intake_decode_stored(body, len, &j->svc->limits, &req, &problem);
-    if (status != PARTD_OK) {
-        if (problem.status == 0)
-            partd_problem_set(&problem, 422, "invalid-request", "Invalid request", "%s",
-                              partd_strerror(status));
+    if (partd_jobs_decode_stored(j, body, len, &req, &problem) != PARTD_OK) {
         fail_recovered(j, row, &problem);
         partd_problem_free(&problem);
         return;

@@ -93,9 +93,10 @@ static void on_claimed(const partd_job_row *row, const char *body, size_t len, i
     if (exhausted) {
         int status = 500;
         char *error = partd_jobs_crash_problem(row->attempts, &status);
-        partd_jobs_fail_claimed(j, row, error, status,
-                                "its runs ended without finishing too often");
+        partd_jobs_fail_unrun(j, row, error, status);
         free(error);
+        partd_log_msg("warn", "job", "job %s failed: its runs ended without finishing too often",
+                      row->id);
         return;
     }
     claimed *c = partd_jobs_claimed_new(j, row, body, len);
