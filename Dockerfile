@@ -12,7 +12,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         gcc libc6-dev make pkg-config \
-        libjansson-dev libyajl-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev \
+        libjansson-dev libyajl-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev libsodium-dev \
         libsystemd-dev libpq-dev coinor-libcbc-dev zlib1g-dev libzstd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -26,7 +26,7 @@ RUN make GIT_REV="$PARTD_BUILD"
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-        libjansson4 libyajl2 libmicrohttpd12 libuv1 libsqlite3-0 libpq5 libssl3 libsystemd0 \
+        libjansson4 libyajl2 libmicrohttpd12 libuv1 libsqlite3-0 libpq5 libssl3 libsodium23 libsystemd0 \
         coinor-libcbc3 zlib1g libzstd1 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /var/lib/partd \

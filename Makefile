@@ -1,8 +1,12 @@
 # partd build. `make` builds the partd binary and libpartd.a; see README.md.
-#   make test      unit tests (cmocka) + integration and tool tests (pytest)
+#   make deps      install what building and running need (Debian, as root)
+#   make test-deps install what the tests need too
+#   make test      unit tests (cmocka) + integration and tool tests (pytest),
+#                  all but those marked slow: a few minutes
+#   make test-all  every test
 #   make test-pg   the integration tests with the daemons on PostgreSQL
-#   make asan      the same suite built with AddressSanitizer + UBSan
-#   make check     fuzz-smoke, tsan, test, asan (what CI runs)
+#   make asan      every test built with AddressSanitizer + UBSan
+#   make check     fuzz-smoke, tsan, test-all, test-pg, asan (what CI runs)
 #   make bench     benchmarks, printing their figures
 #   make install   PREFIX=/usr/local DESTDIR=
 #   make fuzz      libFuzzer drivers (clang); make fuzz-smoke runs each 60 s
@@ -15,23 +19,31 @@ DESTDIR ?=
 PYTHON  ?= /usr/bin/python3
 CC      ?= cc
 
-PKGS := jansson yajl libmicrohttpd libuv sqlite3 libpq libcrypto libsystemd cbc zlib libzstd
+PKGS := jansson yajl libmicrohttpd libuv sqlite3 libpq libcrypto libsodium libsystemd cbc zlib libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
 OPT      ?= -O2
 SANFLAGS ?=
 CFLAGS   ?=
+# One include folder per layer: lib/ sees the public headers and its own
+# folders (lib/include, lib), the daemon the public headers and its own
+# folders (lib/include, daemon); tests and benchmarks see everything.
+# Headers of the same folder are included by bare name, others by their
+# path from the layer's root ("pipeline/pipeline.h", "core/log.h").
+LIB_INC    := -Ilib/include -Ilib
+DAEMON_INC := -Ilib/include -Idaemon
+TEST_INC   := -Ilib/include -Ilib -Idaemon -Itests/support -Ibench/support
 override CFLAGS += -std=c11 -Wall -Wextra -Werror $(OPT) -g -pthread \
 	-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(SANFLAGS) \
-	-Ilib -Idaemon -Ibench/support -Itests/support $(PKG_CFLAGS)
+	$(PKG_CFLAGS)
 LDLIBS   := $(PKG_LIBS) -lm -pthread
 LDFLAGS  ?=
 override LDFLAGS += $(SANFLAGS)
 
-LIB_SRC    := $(sort $(wildcard lib/*.c))
-DAEMON_SRC := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c)))
-TEST_SRC   := $(sort $(wildcard tests/lib/test_*.c tests/daemon/test_*.c tests/fuzz/test_*.c))
+LIB_SRC    := $(sort $(shell find lib -name '*.c'))
+DAEMON_SRC := $(sort $(filter-out daemon/cmd/main.c,$(shell find daemon -name '*.c')))
+TEST_SRC   := $(sort $(shell find tests/lib tests/daemon -name 'test_*.c') $(wildcard tests/fuzz/test_*.c))
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 BENCH_SUPPORT_SRC := $(sort $(wildcard bench/support/*.c))
@@ -43,10 +55,10 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN  := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 BENCH_SUPPORT_OBJ := $(BENCH_SUPPORT_SRC:%.c=$(BUILD)/%.o)
 
-# The console page, daemon/console/console.html, compiled in as a C array
+# The console page, daemon/show/console.html, compiled in as a C array
 # (its bytes in hex by od and sed, both in every Debian base system) so that
 # the binary serves it with no file beside it.
-CONSOLE_PAGE := daemon/console/console.html
+CONSOLE_PAGE := daemon/show/console.html
 CONSOLE_GEN  := $(BUILD)/gen/console_page.c
 CONSOLE_OBJ  := $(BUILD)/gen/console_page.o
 
@@ -56,27 +68,42 @@ PARTD      := $(BUILD)/partd
 
 GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-# Debian bookworm packages: build, tests (cmocka, pytest, PyTorch for the
-# exporter and parity tests, zstd to decode answers), fuzzing (clang), HTTP
-# benchmarks (wrk), the console's browser tests (chromium, chromium-driver).
-DEB_PACKAGES := build-essential pkg-config git ca-certificates \
-	libjansson-dev libyajl-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev \
-	libsystemd-dev libpq-dev postgresql coinor-libcbc-dev zlib1g-dev libzstd-dev libcmocka-dev libcurl4-openssl-dev \
+# Debian bookworm packages. `make deps`: what building and running partd
+# need. `make test-deps`: what the tests, fuzzing and benchmarks need on top:
+# cmocka, pytest, PyTorch for the exporter and parity tests, venv, setuptools
+# and pip to install the Python package offline, zstd to decode answers,
+# PostgreSQL (a server the tests start), clang (fuzzing, LeakSanitizer),
+# wrk (HTTP benchmarks), rsvg-convert and Chromium (pictures and the console).
+DEB_BUILD := build-essential pkg-config ca-certificates \
+	libjansson-dev libyajl-dev libmicrohttpd-dev libuv1-dev libsqlite3-dev libssl-dev libsodium-dev \
+	libsystemd-dev libpq-dev coinor-libcbc-dev zlib1g-dev libzstd-dev
+DEB_TEST := git libcmocka-dev libcurl4-openssl-dev postgresql \
 	python3 python3-pytest python3-jsonschema python3-yaml python3-torch python3-torchvision \
+	python3-venv python3-setuptools python3-pip python3-wheel \
 	clang libclang-rt-14-dev wrk systemd zstd librsvg2-bin chromium chromium-driver
 
 # Keep objects of test and bench programs between runs.
 .SECONDARY:
 
-.PHONY: all deps test test-pg unit-test py-test asan check bench install clean fuzz fuzz-smoke
+.PHONY: all deps test-deps test test-all test-pg unit-test py-test asan check bench install clean fuzz fuzz-smoke
 
 all: $(PARTD) $(LIBPARTD)
 	@ln -sf $(PARTD) partd 2>/dev/null || true
 
+$(BUILD)/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) $(LIB_INC) -MMD -MP -c $< -o $@
+
+$(BUILD)/daemon/%.o: daemon/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) $(DAEMON_INC) -DPARTD_BUILD='"$(GIT_REV)"' -MMD -MP -c $< -o $@
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS) -DPARTD_BUILD='"$(GIT_REV)"' -MMD -MP -c $< -o $@
+	@$(CC) $(CFLAGS) $(TEST_INC) -MMD -MP -c $< -o $@
 
 $(LIBPARTD): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -101,7 +128,7 @@ $(LIBDAEMON): $(DAEMON_OBJ) $(CONSOLE_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(PARTD): $(BUILD)/daemon/main.o $(LIBDAEMON) $(LIBPARTD)
+$(PARTD): $(BUILD)/daemon/cmd/main.o $(LIBDAEMON) $(LIBPARTD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJ) $(BENCH_SUPPORT_OBJ) $(LIBDAEMON) $(LIBPARTD)
@@ -112,7 +139,11 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BENCH_SUPPORT_OBJ) $(LIBDAEMON) $(LIBPART
 
 deps:
 	apt-get update
-	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_PACKAGES)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_BUILD)
+
+test-deps:
+	apt-get update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_BUILD) $(DEB_TEST)
 
 # Unit tests: every tests/{lib,daemon}/test_<unit>.c (and the fuzz regression
 # replay, tests/fuzz/test_regressions.c) is one cmocka binary, run from the
@@ -132,13 +163,15 @@ $(FAILMALLOC): tests/faults/failmalloc.c
 # Each directory runs in its own pytest process: they have their own
 # conftest.py helpers, imported by name.
 PY_TEST_DIRS := tests/cli tests/integration tests/python
+# Which tests: `make test` leaves out those marked slow (pytest.ini).
+PYTEST_SELECT ?=
 
 py-test: $(PARTD) $(FAILMALLOC)
 	@if ! $(PYTHON) -c 'import pytest' 2>/dev/null; then \
-		echo "pytest is not installed for $(PYTHON) (make deps)"; exit 1; fi
+		echo "pytest is not installed for $(PYTHON) (make test-deps)"; exit 1; fi
 	@set -e; for d in $(PY_TEST_DIRS); do echo "== pytest $$d"; \
 		PARTD_BIN=$(abspath $(PARTD)) PARTD_FAILMALLOC=$(abspath $(FAILMALLOC)) \
-		$(PYTHON) -m pytest -q -p no:cacheprovider $$d; done
+		$(PYTHON) -m pytest -q -p no:cacheprovider $(PYTEST_SELECT) $$d; done
 
 # The integration suite once more with every daemon on a PostgreSQL store
 # (a throw-away server the suite starts; skipped when postgresql is not
@@ -147,14 +180,19 @@ test-pg: $(PARTD)
 	PARTD_TEST_STORE=postgresql PARTD_BIN=$(abspath $(PARTD)) \
 		$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
-# Unit tests last, so the run ends with cmocka's summary lines.
-test: py-test unit-test
+# The everyday run, a few minutes: every unit test and the Python tests but
+# those marked slow. test-all runs every test. Unit tests last, so the run
+# ends with cmocka's summary lines.
+test:
+	$(MAKE) PYTEST_SELECT='-m "not slow"' py-test unit-test
+
+test-all: py-test unit-test
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 \
 		SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		test
+		test-all
 
 # Everything CI runs: the suite plain and under ASan+UBSan, each fuzz driver
 # for FUZZ_SECONDS under ASan+UBSan, the daemon's concurrency tests under
@@ -162,19 +200,21 @@ asan:
 check:
 	$(MAKE) fuzz-smoke
 	$(MAKE) tsan
-	$(MAKE) test
+	$(MAKE) test-all
 	$(MAKE) test-pg
 	$(MAKE) asan
 
 bench: $(BENCH_BIN) $(PARTD)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; PARTD_BIN=$(abspath $(PARTD)) $$b; done
 	@echo "== bench/bench_replicas.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_replicas.py
+	@echo "== bench/bench_export.py"; $(PYTHON) bench/bench_export.py
+	@echo "== bench/bench_step.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_step.py
 
 install: $(PARTD) $(LIBPARTD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/partd
 	install -m 0755 $(PARTD) $(DESTDIR)$(PREFIX)/bin/partd
 	install -m 0644 $(LIBPARTD) $(DESTDIR)$(PREFIX)/lib/libpartd.a
-	install -m 0644 lib/*.h $(DESTDIR)$(PREFIX)/include/partd/
+	install -m 0644 lib/include/partd/*.h $(DESTDIR)$(PREFIX)/include/partd/
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' systemd/partd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/partd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/partd.service
@@ -214,7 +254,7 @@ fuzz:
 fuzz-drivers: $(FUZZ_DRIVERS:%=$(BUILD)/fuzz_%)
 
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SUPPORT) $(wildcard tests/fuzz/*.h) $(LIBDAEMON) $(LIBPARTD)
-	$(CC) $(CFLAGS) -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(FUZZ_SUPPORT) \
+	$(CC) $(CFLAGS) $(TEST_INC) -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(FUZZ_SUPPORT) \
 		$(LIBDAEMON) $(LIBPARTD) $(LDLIBS)
 
 fuzz-smoke: fuzz

@@ -361,7 +361,7 @@ int main(void)
     printf("result (200, full body): %.0f req/s, p99 %.2f ms, %.0f MB/s\n", full.rps,
            full.p99_ms, full.rps * (double)res.len / 1e6);
     /* What clients that accept a content coding get (curl --compressed,
-     * browsers, tools/partd_client.py): the coded form made once per plan. */
+     * browsers, partd.client): the coded form made once per plan. */
     static const char *const codings[] = {"gzip", "zstd"};
     for (int i = 0; i < 2; i++) {
         char accept[64];

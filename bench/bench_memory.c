@@ -19,12 +19,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "decode.h"
 #include "gen.h"
+#include "partd/decode.h"
+#include "partd/partd.h"
+#include "partd/plan.h"
+#include "partd/result.h"
 #include "proc_mem.h"
-#include "partd.h"
-#include "plan.h"
-#include "result.h"
 
 #define MIB (1024.0 * 1024.0)
 

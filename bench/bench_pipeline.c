@@ -16,15 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cancel.h"
-#include "decode.h"
 #include "gen.h"
-#include "partd.h"
-#include "plan.h"
+#include "partd/cancel.h"
+#include "partd/clock.h"
+#include "partd/decode.h"
+#include "partd/partd.h"
+#include "partd/plan.h"
 
 static double ms_since(int64_t t0)
 {
-    return (double)(partd_monotonic_ns() - t0) / 1e6;
+    return (double)(partd_clock_ns() - t0) / 1e6;
 }
 
 static int bench_one(uint32_t n, const char *options, double slack)
@@ -51,7 +52,7 @@ static int bench_one(uint32_t n, const char *options, double slack)
     for (int r = 0; r < runs && rc == 0; r++) {
         partd_plan_free(plan);
         plan = NULL;
-        int64_t t0 = partd_monotonic_ns();
+        int64_t t0 = partd_clock_ns();
         rc = partd_plan_run(req, NULL, &plan, &pb);
         double t = ms_since(t0);
         if (t < best)
@@ -130,7 +131,7 @@ static int bench_dominant(uint32_t n)
     for (int r = 0; r < 3 && rc == 0; r++) {
         partd_plan_free(plan);
         plan = NULL;
-        int64_t t0 = partd_monotonic_ns();
+        int64_t t0 = partd_clock_ns();
         rc = partd_plan_run(req, NULL, &plan, &pb);
         double t = ms_since(t0);
         if (t < best)

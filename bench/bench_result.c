@@ -21,11 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "decode.h"
-#include "partd.h"
-#include "plan.h"
+#include "partd/decode.h"
+#include "partd/partd.h"
+#include "partd/plan.h"
+#include "partd/result.h"
 #include "proc_mem.h"
-#include "result.h"
 
 #define MIB (1024.0 * 1024.0)
 #define NODES 100000

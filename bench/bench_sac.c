@@ -21,10 +21,11 @@
 
 #include <jansson.h>
 
-#include "cancel.h"
-#include "modules.h"
-#include "partd.h"
-#include "sac.h"
+#include "modules/modules.h"
+#include "partd/cancel.h"
+#include "partd/clock.h"
+#include "partd/partd.h"
+#include "sac/sac.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1DULL;
 
@@ -172,9 +173,9 @@ static double run_once(partd_request *req, int64_t budget, char *status,
     struct partd_sac_result *res = NULL;
     partd_problem pb;
     partd_problem_init(&pb);
-    int64_t t0 = partd_monotonic_ns();
+    int64_t t0 = partd_clock_ns();
     int rc = partd_sac_plan(req, NULL, &res, &pb);
-    double ms = (double)(partd_monotonic_ns() - t0) / 1e6;
+    double ms = (double)(partd_clock_ns() - t0) / 1e6;
     if (rc != PARTD_OK) {
         fprintf(stderr, "bench_sac: %s\n", partd_strerror(rc));
         exit(1);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates the examples: each examples/NAME/request.json is exported from
-# a real model with tools/partd_export.py (random weights, latencies measured
+# a real model with partd.exporter (python/partd) (random weights, latencies measured
 # on this machine's CPU: medians of timed runs; the GPT-2 and ViT examples
 # use short inputs and two or three runs, as this Debian torch multiplies matrices
 # slowly on the CPU), and examples/NAME/result.json is what `partd plan`
@@ -17,7 +17,7 @@ PLAN_ONLY=0
 if [ "${1:-}" = "--plan-only" ]; then PLAN_ONLY=1; shift; fi
 PY=${PYTHON:-/usr/bin/python3}
 PARTD=${1:-${PARTD_BIN:-build/partd}}
-EXPORT="$PY tools/partd_export.py"
+EXPORT="env PYTHONPATH=python $PY -m partd.exporter"
 cd "$(dirname "$0")/.."
 if [ "$PLAN_ONLY" = 0 ]; then
 mkdir -p examples/resnet50 examples/resnet50-size_based examples/gpt2-small examples/gpt2-sac \
@@ -35,9 +35,12 @@ $EXPORT torchvision.models:resnet50 --input 1,3,224,224 --fx-sizes --no-timing \
     --devices a=112MiB,b=96MiB,c=80MiB --mode size_based \
     -o examples/resnet50-size_based/request.json
 
-# GPT-2 small (124M, tied embedding and LM head), 1 x 64 tokens, training:
-# 1F1B over two fast and two half-speed GPUs, weights + grads + Adam moments
-# (param_factor 4). The tied weight shows up in tied_params.
+# GPT-2 small (124M, tied embedding and LM head), 1 x 64 tokens, mode
+# pipeline: the graph is one microbatch, forward time only; stages hold
+# 1F1B's activations in flight for 8 microbatches and weights + grads + Adam
+# moments (param_factor 4), over two fast and two half-speed GPUs. The tied
+# weight shows up in tied_params. (For a training step's time, see
+# gpt2-training.)
 $EXPORT tests/python/models.py:gpt2 --input 1,64:int64 --timing-runs 2 \
     --devices a100-0=40GiB,a100-1=40GiB,t4-0=16GiB@0.5,t4-1=16GiB@0.5 \
     --mode pipeline --balance-by time --schedule 1f1b --microbatches 8 \
@@ -45,7 +48,10 @@ $EXPORT tests/python/models.py:gpt2 --input 1,64:int64 --timing-runs 2 \
 
 # GPT-2 small, 1 x 64 tokens, one training step planned jointly (mode
 # training): measured backward_ms per node, module fqns for the units, 1F1B
-# over 8 microbatches; partd picks the stage count, which of two fast 2 GiB
+# over 8 microbatches (training takes the graph as the whole batch, so each
+# microbatch is an eighth of the one sequence traced: --input 8,64:int64
+# would give a batch a runtime splits into 8, and other figures than the
+# README's); partd picks the stage count, which of two fast 2 GiB
 # and two half-speed 1 GiB devices run the stages and in which order, and
 # which units to checkpoint (weights + grads + Adam moments, param_factor 4,
 # come to 2091 MiB for the whole model: more than any one device holds).

@@ -1,7 +1,7 @@
 /*
  * body.c - request bodies: admission from the headers (type, coding,
  * declared length), then each piece handed to the request's intake
- * (daemon/intake.h: decompressed, decoded and packed as it arrives) under
+ * (jobs/intake.h: decompressed, decoded and packed as it arrives) under
  * --max-body-bytes and the in-flight budget (--max-inflight-bytes), which
  * charges the packed body. See http_internal.h.
  */
@@ -10,14 +10,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/text.h"
 #include "http_internal.h"
-#include "partd.h"
+#include "partd/partd.h"
 
 /* Past --max-body-bytes a body is read and dropped up to this much (or the
  * limit, when larger) so that a client still sending gets its 413. */
 #define DISCARD_MAX ((uint64_t)16 << 20)
 
-int partd_http_is_json_type(const char *ct)
+int partd__http_is_json_type(const char *ct)
 {
     if (!ct)
         return 0;
@@ -34,9 +35,9 @@ int partd_http_is_json_type(const char *ct)
 
 /* Counts `bytes` more of body memory against --max-inflight-bytes; 0 when
  * that would go over. */
-static int charge(partd_http *h, partd_req *rq, uint64_t bytes)
+static int charge(partd_http *h, partd__http_req *rq, uint64_t bytes)
 {
-    uint64_t max = h->svc->cfg->max_inflight_bytes;
+    uint64_t max = h->ctx->settings.max_inflight_bytes;
     uint_fast64_t cur = atomic_load(&h->inflight);
     do {
         if (cur + bytes > max)
@@ -50,7 +51,7 @@ static int charge(partd_http *h, partd_req *rq, uint64_t bytes)
  * length was charged whole at admission. */
 static int charge_growth(void *ctx, size_t new_cap)
 {
-    partd_req *rq = ctx;
+    partd__http_req *rq = ctx;
     if (new_cap <= rq->charged)
         return 1;
     if (charge(rq->http, rq, new_cap - rq->charged))
@@ -59,65 +60,65 @@ static int charge_growth(void *ctx, size_t new_cap)
     return 0;
 }
 
-enum MHD_Result partd_http_send_busy(struct MHD_Connection *c, partd_req *rq)
+enum MHD_Result partd__http_send_busy(struct MHD_Connection *c, partd__http_req *rq)
 {
-    return partd_http_send_problem(c, rq, 503, "busy", "Busy",
-                                   "too many request bodies are being received at once; retry",
-                                   NULL, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    return partd__http_send_problem(c, rq, 503, "busy", "Busy",
+                                    "too many request bodies are being received at once; retry",
+                                    NULL, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 }
 
-int partd_http_body_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h,
-                          enum MHD_Result *result)
+int partd__http_body_admit(struct MHD_Connection *c, partd__http_req *rq, partd_http *h,
+                           enum MHD_Result *result)
 {
-    const partd_config *cfg = h->svc->cfg;
+    const partd_http_settings *set = &h->ctx->settings;
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (!partd_http_is_json_type(ct)) {
-        *result = partd_http_send_problem(c, rq, 415, "unsupported-media-type",
-                                          "Unsupported media type",
-                                          "the body must be application/json", NULL,
-                                          MHD_HTTP_HEADER_ACCEPT, PARTD_HTTP_CT_JSON);
+    if (!partd__http_is_json_type(ct)) {
+        *result = partd__http_send_problem(c, rq, 415, "unsupported-media-type",
+                                           "Unsupported media type",
+                                           "the body must be application/json", NULL,
+                                           MHD_HTTP_HEADER_ACCEPT, PARTD_HTTP_CT_JSON);
         return 1;
     }
-    rq->body_coding = partd_coding_parse(
+    rq->body_coding = partd_encoding_parse(
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING));
     if (rq->body_coding == PARTD_CODING_NONE) {
         /* RFC 9110 section 15.5.16: 415, saying which codings would do. */
-        *result = partd_http_send_problem(c, rq, 415, "unsupported-content-encoding",
-                                          "Unsupported content coding",
-                                          "the body's Content-Encoding must be zstd, gzip or "
-                                          "identity (one coding)",
-                                          NULL, MHD_HTTP_HEADER_ACCEPT_ENCODING, "zstd, gzip");
+        *result = partd__http_send_problem(c, rq, 415, "unsupported-content-encoding",
+                                           "Unsupported content coding",
+                                           "the body's Content-Encoding must be zstd, gzip or "
+                                           "identity (one coding)",
+                                           NULL, MHD_HTTP_HEADER_ACCEPT_ENCODING, "zstd, gzip");
         return 1;
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t declared = 0;
-    if (cl && partd_parse_u64(cl, UINT64_MAX, &declared) == PARTD_OK &&
-        declared > cfg->max_body_bytes) {
+    if (cl && partd_text_parse_u64(cl, UINT64_MAX, &declared) == PARTD_OK &&
+        declared > set->max_body_bytes) {
         /* The caller answers 413 before a byte of the body is read. */
         rq->too_big = 1;
         return 0;
     }
     if (declared > 0 && !charge(h, rq, declared + 1)) {
-        *result = partd_http_send_busy(c, rq);
+        *result = partd__http_send_busy(c, rq);
         return 1;
     }
     /* Only a request with an Idempotency-Key needs its body's digest. */
     int digest = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key") != NULL;
-    partd_intake_limits lim = {cfg->max_body_bytes, &h->svc->limits, charge_growth, rq, digest};
+    partd_intake_limits lim = {set->max_body_bytes, &h->ctx->limits, charge_growth, rq, digest};
     rq->http = h;
     rq->intake = partd_intake_new(rq->body_coding, &lim);
     if (!rq->intake) {
-        *result = partd_http_send_store_error(c, rq, PARTD_ENOMEM);
+        *result = partd__http_send_store_error(c, rq, PARTD_ENOMEM);
         return 1;
     }
     rq->takes_body = 1;
     return 0;
 }
 
-int partd_http_body_take(partd_http *h, partd_req *rq, const char *data, size_t n)
+int partd__http_body_take(partd_http *h, partd__http_req *rq, const char *data, size_t n)
 {
-    uint64_t max = h->svc->cfg->max_body_bytes;
+    uint64_t max = h->ctx->settings.max_body_bytes;
     if (!rq->too_big && rq->intake && partd_intake_take(rq->intake, data, n) == PARTD_OK)
         return 1;
     /* Refused (too large, undecodable, no memory): the rest is read and

@@ -1,6 +1,6 @@
 /*
  * handlers_console.c - GET /: the console, one HTML page with its style
- * and script inline (daemon/console/console.html, embedded by the build as
+ * and script inline (daemon/show/console.html, embedded by the build as
  * partd_console_page), and its security headers.
  *
  * The page holds no job data (it reads the API from the browser with the
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "http_internal.h"
-#include "partd.h"
+#include "partd/partd.h"
 
 /* Everything but the hashes: no other origin, no plugins, no framing, no
  * <base>, no form posts (the page submits with fetch()). */
@@ -76,7 +76,7 @@ static int append_hashes(const unsigned char *page, size_t len, const char *tag,
     return PARTD_OK;
 }
 
-int partd_console_csp(const unsigned char *page, size_t len, char *out, size_t cap)
+int partd__http_console_csp(const unsigned char *page, size_t len, char *out, size_t cap)
 {
     size_t used = 0;
     int w = snprintf(out, cap, "default-src 'none'; script-src");
@@ -101,11 +101,11 @@ int partd_console_csp(const unsigned char *page, size_t len, char *out, size_t c
     return err;
 }
 
-void partd_http_console_prepare(partd_http *h)
+void partd__http_console_prepare(partd_http *h)
 {
     char csp[512];
     h->console = NULL;
-    if (partd_console_csp(partd_console_page, partd_console_page_len, csp, sizeof csp) !=
+    if (partd__http_console_csp(partd_console_page, partd_console_page_len, csp, sizeof csp) !=
         PARTD_OK)
         return;
     struct MHD_Response *r = MHD_create_response_from_buffer(
@@ -123,14 +123,14 @@ void partd_http_console_prepare(partd_http *h)
     h->console = r;
 }
 
-void partd_http_console_release(partd_http *h)
+void partd__http_console_release(partd_http *h)
 {
     if (h->console)
         MHD_destroy_response(h->console);
     h->console = NULL;
 }
 
-enum MHD_Result partd_http_console(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+enum MHD_Result partd__http_console(struct MHD_Connection *c, partd__http_req *rq, partd_http *h)
 {
-    return partd_http_send_static(c, rq, h->console);
+    return partd__http_send_static(c, rq, h->console);
 }

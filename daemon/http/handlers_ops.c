@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fs.h"
 #include "http_internal.h"
-#include "partd.h"
+#include "partd/partd.h"
 
 #ifndef PARTD_BUILD
 #define PARTD_BUILD "unknown"
@@ -29,10 +30,10 @@ static const char VERSION_BODY[] =
     "{\"name\":\"partd\",\"version\":\"" PARTD_VERSION "\",\"planner_version\":\""
     PARTD_PLANNER_VERSION "\",\"build\":\"" PARTD_BUILD "\"}\n";
 
-void partd_http_ops_prepare(partd_http *h)
+void partd__http_ops_prepare(partd_http *h)
 {
-    h->livez = partd_http_static_json(LIVEZ_BODY);
-    h->version = partd_http_static_json(VERSION_BODY);
+    h->livez = partd__http_static_json(LIVEZ_BODY);
+    h->version = partd__http_static_json(VERSION_BODY);
     h->out_of_memory = MHD_create_response_from_buffer(
         strlen(OUT_OF_MEMORY_BODY), (void *)OUT_OF_MEMORY_BODY, MHD_RESPMEM_PERSISTENT);
     if (h->out_of_memory) {
@@ -43,7 +44,7 @@ void partd_http_ops_prepare(partd_http *h)
     }
 }
 
-void partd_http_ops_release(partd_http *h)
+void partd__http_ops_release(partd_http *h)
 {
     if (h->livez)
         MHD_destroy_response(h->livez);
@@ -54,24 +55,24 @@ void partd_http_ops_release(partd_http *h)
     h->livez = h->version = h->out_of_memory = NULL;
 }
 
-enum MHD_Result partd_http_livez(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+enum MHD_Result partd__http_livez(struct MHD_Connection *c, partd__http_req *rq, partd_http *h)
 {
-    return partd_http_send_static(c, rq, h->livez);
+    return partd__http_send_static(c, rq, h->livez);
 }
 
-enum MHD_Result partd_http_version(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+enum MHD_Result partd__http_version(struct MHD_Connection *c, partd__http_req *rq, partd_http *h)
 {
-    return partd_http_send_static(c, rq, h->version);
+    return partd__http_send_static(c, rq, h->version);
 }
 
 /* Why the data directory cannot take results now, or NULL: read-only, or
  * less free space than a large result needs (checked on every probe, so
  * readiness returns by itself once space does). */
-static const char *store_space_problem(partd_service *svc, char *buf, size_t cap)
+static const char *store_space_problem(partd_http_context *ctx, char *buf, size_t cap)
 {
     uint64_t avail = 0;
     int read_only = 0;
-    if (partd_fs_space(svc->cfg->data_dir, &avail, &read_only) != PARTD_OK)
+    if (partd_fs_space(ctx->settings.data_dir, &avail, &read_only) != PARTD_OK)
         return NULL; /* cannot tell: the store's own health decides */
     if (read_only)
         return "the data directory is on a read-only file system";
@@ -83,53 +84,59 @@ static const char *store_space_problem(partd_service *svc, char *buf, size_t cap
     return NULL;
 }
 
-static int is_ready(partd_service *svc)
+static int is_ready(partd_http_context *ctx)
 {
     char buf[128];
-    return atomic_load(&svc->phase) == PARTD_PHASE_READY && partd_store_healthy(svc->store) &&
-           !store_space_problem(svc, buf, sizeof buf);
+    return atomic_load(&ctx->phase) == PARTD_HTTP_READY && partd_store_healthy(ctx->store) &&
+           !store_space_problem(ctx, buf, sizeof buf);
 }
 
-enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+enum MHD_Result partd__http_readyz(struct MHD_Connection *c, partd__http_req *rq, partd_http *h)
 {
-    partd_service *svc = h->svc;
-    int phase = atomic_load(&svc->phase);
+    partd_http_context *ctx = h->ctx;
+    int phase = atomic_load(&ctx->phase);
     const char *why = NULL;
     char space[128];
     /* After a failed write the store stays unhealthy until a write works:
      * with space back, try one now so that readiness returns by itself. */
-    if (phase == PARTD_PHASE_READY && !partd_store_healthy(svc->store) &&
-        !store_space_problem(svc, space, sizeof space))
-        partd_store_probe(svc->store);
-    if (phase == PARTD_PHASE_STARTING)
+    if (phase == PARTD_HTTP_READY && !partd_store_healthy(ctx->store) &&
+        !store_space_problem(ctx, space, sizeof space))
+        partd_store_probe(ctx->store);
+    if (phase == PARTD_HTTP_STARTING)
         why = "starting: recovering queued jobs";
-    else if (phase == PARTD_PHASE_DRAINING)
+    else if (phase == PARTD_HTTP_DRAINING)
         why = "draining: shutting down";
-    else if (!partd_store_healthy(svc->store))
+    else if (!partd_store_healthy(ctx->store))
         why = "the store cannot be written";
     if (!why)
-        why = store_space_problem(svc, space, sizeof space);
+        why = store_space_problem(ctx, space, sizeof space);
     if (why)
-        return partd_http_send_problem(c, rq, 503, "not-ready", "Not ready", why, NULL,
-                                       MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return partd__http_send_problem(c, rq, 503, "not-ready", "Not ready", why, NULL,
+                                        MHD_HTTP_HEADER_RETRY_AFTER, "1");
     char *text = strdup("{\"status\":\"ready\"}\n");
     if (!text)
-        return partd_http_queue(c, rq, 503, NULL); /* the out-of-memory problem */
-    return partd_http_queue(c, rq, 200,
-                            partd_http_response(text, strlen(text), PARTD_HTTP_CT_JSON));
+        return partd__http_queue(c, rq, 503, NULL); /* the out-of-memory problem */
+    return partd__http_queue(c, rq, 200,
+                             partd__http_response(text, strlen(text), PARTD_HTTP_CT_JSON));
 }
 
-enum MHD_Result partd_http_metrics(struct MHD_Connection *c, partd_req *rq, partd_http *h)
+enum MHD_Result partd__http_metrics(struct MHD_Connection *c, partd__http_req *rq, partd_http *h)
 {
-    partd_service *svc = h->svc;
+    partd_http_context *ctx = h->ctx;
     partd_cache_stats cs;
-    partd_cache_stats_get(svc->cache, &cs);
-    partd_metrics_gauges g = {cs.bytes, cs.entries, is_ready(svc)};
+    partd_cache_stats_get(ctx->cache, &cs);
+    partd_metrics_gauges g = {cs.bytes, cs.entries, is_ready(ctx), 0, -1, 0};
+    struct partd_store *shared = atomic_load(&ctx->metrics->shared_store);
+    if (shared) {
+        g.shared = 1;
+        g.shared_queued = partd_store_count_queued(shared);
+        g.store_round_trips = partd_store_round_trips(shared);
+    }
     size_t len = 0;
-    char *text = partd_metrics_render(&svc->metrics, &g, &len);
+    char *text = partd_metrics_render(ctx->metrics, &g, &len);
     if (!text)
-        return partd_http_send_store_error(c, rq, PARTD_ENOMEM);
-    return partd_http_queue(c, rq, 200,
-                            partd_http_response(text, len,
-                                                "text/plain; version=0.0.4; charset=utf-8"));
+        return partd__http_send_store_error(c, rq, PARTD_ENOMEM);
+    return partd__http_queue(c, rq, 200,
+                             partd__http_response(text, len,
+                                                  "text/plain; version=0.0.4; charset=utf-8"));
 }

@@ -1,6 +1,7 @@
 /*
  * http_internal.h - what the files of daemon/http/ share; not for use
- * outside this directory (the public interface is http.h).
+ * outside this directory (the public interface is http.h). Its names are
+ * partd__http_* (types, functions) and PARTD_HTTP_* (macros, constants).
  *
  * The files and what each owns:
  *   server.c           the libmicrohttpd daemon: start and stop, TLS files,
@@ -20,10 +21,12 @@
  *   handlers_submit.c  POST /v1/jobs
  *   handlers_ops.c     /livez, /readyz, /metrics, /version
  *   handlers_console.c GET /: the console page and its security headers
- *   handlers_plan.c    GET /v1/jobs/{id}/plan.svg (show.h draws it)
+ *   handlers_plan.c    GET /v1/jobs/{id}/plan.svg (show.h draws it), and
+ *                      the steps of every answer made from a job's result
+ *   handlers_export.c  GET /v1/jobs/{id}/export/{format} (partd/export.h)
  *
  * Errors: functions return PARTD_OK or a negative PARTD_E* code
- * (lib/partd.h) and fill an error buffer or problem where the caller needs
+ * (partd/partd.h) and fill an error buffer or problem where the caller needs
  * the reason; predicates return 1 (yes) or 0 (no); functions that answer a
  * request queue the answer themselves and return libmicrohttpd's
  * MHD_Result (MHD_NO closes the connection), as the MHD callbacks do.
@@ -37,33 +40,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "encoding.h"
-#include "intake.h"
+#include "core/encoding.h"
+#include "core/id.h"
+#include "core/job.h"
+#include "core/metrics.h"
 #include "http.h"
-#include "job.h"
-#include "metrics.h"
-#include "problem.h"
-#include "service.h"
-#include "util.h"
+#include "jobs/cache.h"
+#include "jobs/intake.h"
+#include "partd/problem.h"
+#include "store/store.h"
 
 #define PARTD_HTTP_CT_JSON "application/json"
 #define PARTD_HTTP_CT_PROBLEM "application/problem+json"
 
 /* One per TCP connection, for the slow-sender deadlines. */
-typedef enum { PARTD_CONN_HEADERS, PARTD_CONN_BODY, PARTD_CONN_ANSWERING } partd_conn_phase;
+typedef enum {
+    PARTD_HTTP_CONN_HEADERS,
+    PARTD_HTTP_CONN_BODY,
+    PARTD_HTTP_CONN_ANSWERING
+} partd__http_conn_phase;
 
-typedef struct partd_conn_rec {
+typedef struct partd__http_conn {
     int fd;
-    partd_conn_phase phase;
+    partd__http_conn_phase phase;
     int64_t phase_start_ns;
     int cut;
-    struct partd_conn_rec *prev, *next;
-} partd_conn_rec;
+    struct partd__http_conn *prev, *next;
+} partd__http_conn;
 
 struct partd_http {
-    partd_service *svc;
+    partd_http_context *ctx;
     pthread_mutex_t conns_lock;
-    partd_conn_rec *conns;
+    partd__http_conn *conns;
     struct MHD_Daemon *daemon;
     int listen_fd;
     char address[128];
@@ -78,15 +86,15 @@ struct partd_http {
     atomic_uint_fast64_t inflight;
 };
 
-struct partd_http_route;
+struct partd__http_route;
 
 /* One request, from the URI callback to the completion callback. */
-typedef struct partd_req {
+typedef struct partd__http_req {
     int64_t start_ns;
-    partd_conn_rec *conn;
+    partd__http_conn *conn;
     char path[256];            /* without the query, truncated, for the log */
     int routed;
-    const struct partd_http_route *entry; /* the table's entry, once allowed */
+    const struct partd__http_route *entry; /* the table's entry, once allowed */
     partd_route route;         /* the metrics and log label */
     char id[PARTD_ID_LEN + 1];
     char method[8];            /* for the log; "other" when longer */
@@ -100,138 +108,147 @@ typedef struct partd_req {
     uint64_t discarded;        /* bytes read and dropped after a refusal */
     partd_coding body_coding;  /* the body's Content-Encoding */
     struct MHD_Response *out_of_memory; /* partd_http's, borrowed */
-} partd_req;
+} partd__http_req;
 
 /* ---- the route table (routes.c) ----------------------------------------- */
 
 /* Answers the request once its body (if any) is in. */
-typedef enum MHD_Result (*partd_http_handler)(struct MHD_Connection *c, partd_req *rq,
-                                              partd_http *h);
+typedef enum MHD_Result (*partd__http_handler)(struct MHD_Connection *c, partd__http_req *rq,
+                                               partd_http *h);
 
 /* Decides what the headers alone decide, on the request's first call.
  * Returns 1 when it queued an answer (in *result), 0 to go on. */
-typedef int (*partd_http_admit)(struct MHD_Connection *c, partd_req *rq, partd_http *h,
-                                enum MHD_Result *result);
+typedef int (*partd__http_admit)(struct MHD_Connection *c, partd__http_req *rq, partd_http *h,
+                                 enum MHD_Result *result);
 
-typedef struct partd_http_route {
+typedef struct partd__http_route {
     const char *method;        /* "GET" answers HEAD as well */
-    const char *pattern;       /* literal segments and "{id}" (a job id) */
+    const char *pattern;       /* literal segments, "{id}" (a job id) and
+                                * "{name}" (any other word: one segment of
+                                * 1 to 32 bytes, read by its handler) */
     partd_route metric;        /* the label in metrics and the log */
-    partd_http_admit admit;    /* NULL when the headers decide nothing */
-    partd_http_handler handler;
-} partd_http_route;
+    partd__http_admit admit;   /* NULL when the headers decide nothing */
+    partd__http_handler handler;
+} partd__http_route;
 
-typedef struct partd_http_match {
-    const partd_http_route *entry; /* for path and method; NULL when none */
+typedef struct partd__http_match {
+    const partd__http_route *entry; /* for path and method; NULL when none */
     const char *pattern;       /* the path's pattern; NULL for an unknown path */
     partd_route metric;        /* PARTD_ROUTE_OTHER for an unknown path */
     /* The {id} segment. Also filled when a segment of an id's length was
      * seen but the path did not match, so that the request log names it. */
     char id[PARTD_ID_LEN + 1];
-} partd_http_match;
+} partd__http_match;
 
 /* Matches a path (without the query) and a method against the table: an
  * unknown path is a 404 (pattern NULL), a known path without an entry for
  * the method a 405 (entry NULL). Cannot fail. */
-void partd_http_route_match(const char *path, const char *method, partd_http_match *m);
+void partd__http_route_match(const char *path, const char *method, partd__http_match *m);
 
 /* The table itself (n entries), for checks that walk every route. */
-const partd_http_route *partd_http_routes(size_t *n);
+const partd__http_route *partd__http_routes(size_t *n);
 
 /* The Allow header for a pattern, from the table ("GET, HEAD, POST").
  * PARTD_OK, or PARTD_ETOOBIG when cap is too small (out is then ""). */
-int partd_http_allow(const char *pattern, char *out, size_t cap);
+int partd__http_allow(const char *pattern, char *out, size_t cap);
 
 /* 1 when the Authorization header value carries the bearer token (or no
  * token is configured), else 0. */
-int partd_http_bearer_ok(const partd_service *svc, const char *authorization);
+int partd__http_bearer_ok(const partd_http_context *ctx, const char *authorization);
 
 /* ---- answers (respond.c) ------------------------------------------------ */
 
 /* Queues resp (NULL: MHD_NO) with the status, records the status for the
  * log, and drops the caller's reference. */
-enum MHD_Result partd_http_queue(struct MHD_Connection *c, partd_req *rq, int status,
-                                 struct MHD_Response *resp);
+enum MHD_Result partd__http_queue(struct MHD_Connection *c, partd__http_req *rq, int status,
+                                  struct MHD_Response *resp);
 
 /* A response owning the malloc'd body (freed on failure too); NULL on ENOMEM. */
-struct MHD_Response *partd_http_response(char *body, size_t len, const char *type);
+struct MHD_Response *partd__http_response(char *body, size_t len, const char *type);
 
 /* A JSON response over static text, for answers that never change. */
-struct MHD_Response *partd_http_static_json(const char *text);
+struct MHD_Response *partd__http_static_json(const char *text);
 
 /* Queues one of the shared static responses with 200 (it stays alive). */
-enum MHD_Result partd_http_send_static(struct MHD_Connection *c, partd_req *rq,
-                                       struct MHD_Response *resp);
+enum MHD_Result partd__http_send_static(struct MHD_Connection *c, partd__http_req *rq,
+                                        struct MHD_Response *resp);
 
 /* A problem document, with one extra header when header is not NULL. */
-enum MHD_Result partd_http_send_problem_doc(struct MHD_Connection *c, partd_req *rq,
-                                            const partd_problem *p, const char *header,
-                                            const char *value);
+enum MHD_Result partd__http_send_problem_doc(struct MHD_Connection *c, partd__http_req *rq,
+                                             const partd_problem *p, const char *header,
+                                             const char *value);
 
 /* A problem with one error entry (pointer may be NULL for none). */
-enum MHD_Result partd_http_send_problem(struct MHD_Connection *c, partd_req *rq, int status,
-                                        const char *slug, const char *title,
-                                        const char *detail, const char *pointer,
-                                        const char *header, const char *value);
+enum MHD_Result partd__http_send_problem(struct MHD_Connection *c, partd__http_req *rq, int status,
+                                         const char *slug, const char *title,
+                                         const char *detail, const char *pointer,
+                                         const char *header, const char *value);
 
 /* The job document; 202 adds Location and Retry-After. */
-enum MHD_Result partd_http_send_job(struct MHD_Connection *c, partd_req *rq, int status,
-                                    const partd_job_row *row);
+enum MHD_Result partd__http_send_job(struct MHD_Connection *c, partd__http_req *rq, int status,
+                                     const partd_job_row *row);
 
 /* 503 for a store failure or PARTD_ENOMEM. */
-enum MHD_Result partd_http_send_store_error(struct MHD_Connection *c, partd_req *rq, int err);
+enum MHD_Result partd__http_send_store_error(struct MHD_Connection *c, partd__http_req *rq,
+                                             int err);
 
-enum MHD_Result partd_http_send_not_found(struct MHD_Connection *c, partd_req *rq);
+/* 404 for a path no route has ("no such resource"; for /v1/jobs/X with X
+ * no job id, says what ids look like). */
+enum MHD_Result partd__http_send_not_found(struct MHD_Connection *c, partd__http_req *rq);
+/* 404 for a job id (rq->id) that names no job: "no job with id ...". */
+enum MHD_Result partd__http_send_no_job(struct MHD_Connection *c, partd__http_req *rq);
 
 /* ---- bodies (body.c) ---------------------------------------------------- */
 
 /* 1 when a Content-Type is application/json (parameters allowed), else 0. */
-int partd_http_is_json_type(const char *content_type);
+int partd__http_is_json_type(const char *content_type);
 
 /* Admits a JSON body from the headers: 415 for another type or coding,
  * too_big set (nothing answered) when Content-Length is over
  * --max-body-bytes, 503 when the in-flight budget is spent. Returns 1 when
  * it queued an answer, 0 to go on (the body is then collected). */
-int partd_http_body_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h,
-                          enum MHD_Result *result);
+int partd__http_body_admit(struct MHD_Connection *c, partd__http_req *rq, partd_http *h,
+                           enum MHD_Result *result);
 
 /* Hands a piece of the body to the intake; once the body is refused it
  * only counts what it drops. 0 when the connection must close. */
-int partd_http_body_take(partd_http *h, partd_req *rq, const char *data, size_t n);
+int partd__http_body_take(partd_http *h, partd__http_req *rq, const char *data, size_t n);
 
 /* 503: the in-flight budget is spent. */
-enum MHD_Result partd_http_send_busy(struct MHD_Connection *c, partd_req *rq);
+enum MHD_Result partd__http_send_busy(struct MHD_Connection *c, partd__http_req *rq);
 
 /* ---- the listener (listener.c) ------------------------------------------ */
 
 /* "host:port" or "[v6]:port" -> a bound, listening, non-blocking socket;
  * the numeric address bound goes to `bound`. -1 with a sentence in err. */
-int partd_http_listen(const char *listen_addr, char *bound, size_t bound_cap, int *is_v6,
-                      char *err, size_t cap);
+int partd__http_listen(const char *listen_addr, char *bound, size_t bound_cap, int *is_v6,
+                       char *err, size_t cap);
 
 /* ---- handlers ----------------------------------------------------------- */
 
-enum MHD_Result partd_http_list_jobs(struct MHD_Connection *c, partd_req *rq, partd_http *h);
-enum MHD_Result partd_http_get_job(struct MHD_Connection *c, partd_req *rq, partd_http *h);
-enum MHD_Result partd_http_delete_job(struct MHD_Connection *c, partd_req *rq, partd_http *h);
-enum MHD_Result partd_http_get_result(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd__http_list_jobs(struct MHD_Connection *c, partd__http_req *rq, partd_http *h);
+enum MHD_Result partd__http_get_job(struct MHD_Connection *c, partd__http_req *rq, partd_http *h);
+enum MHD_Result partd__http_delete_job(struct MHD_Connection *c, partd__http_req *rq,
+                                       partd_http *h);
+enum MHD_Result partd__http_get_result(struct MHD_Connection *c, partd__http_req *rq,
+                                       partd_http *h);
 
-int partd_http_submit_admit(struct MHD_Connection *c, partd_req *rq, partd_http *h,
-                            enum MHD_Result *result);
-enum MHD_Result partd_http_submit(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+int partd__http_submit_admit(struct MHD_Connection *c, partd__http_req *rq, partd_http *h,
+                             enum MHD_Result *result);
+enum MHD_Result partd__http_submit(struct MHD_Connection *c, partd__http_req *rq, partd_http *h);
 
-enum MHD_Result partd_http_livez(struct MHD_Connection *c, partd_req *rq, partd_http *h);
-enum MHD_Result partd_http_readyz(struct MHD_Connection *c, partd_req *rq, partd_http *h);
-enum MHD_Result partd_http_metrics(struct MHD_Connection *c, partd_req *rq, partd_http *h);
-enum MHD_Result partd_http_version(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd__http_livez(struct MHD_Connection *c, partd__http_req *rq, partd_http *h);
+enum MHD_Result partd__http_readyz(struct MHD_Connection *c, partd__http_req *rq, partd_http *h);
+enum MHD_Result partd__http_metrics(struct MHD_Connection *c, partd__http_req *rq, partd_http *h);
+enum MHD_Result partd__http_version(struct MHD_Connection *c, partd__http_req *rq, partd_http *h);
 
 /* The static answers of /livez and /version: h->livez and h->version, NULL
  * on ENOMEM (partd_http_start then fails). */
-void partd_http_ops_prepare(partd_http *h);
-void partd_http_ops_release(partd_http *h);
+void partd__http_ops_prepare(partd_http *h);
+void partd__http_ops_release(partd_http *h);
 
 /* The console page (console_page.c, generated from
- * daemon/console/console.html by the build): its bytes, not NUL-terminated. */
+ * daemon/show/console.html by the build): its bytes, not NUL-terminated. */
 extern const unsigned char partd_console_page[];
 extern const size_t partd_console_page_len;
 
@@ -239,49 +256,72 @@ extern const size_t partd_console_page_len;
  * <style> blocks allowed by their SHA-256, nothing else from anywhere.
  * PARTD_OK, PARTD_ETOOBIG when cap is too small (out is then ""), or
  * PARTD_ENOMEM when hashing fails. */
-int partd_console_csp(const unsigned char *page, size_t len, char *out, size_t cap);
+int partd__http_console_csp(const unsigned char *page, size_t len, char *out, size_t cap);
 
 /* The page's static answer: h->console, NULL on failure (partd_http_start
  * then fails). */
-void partd_http_console_prepare(partd_http *h);
-void partd_http_console_release(partd_http *h);
-enum MHD_Result partd_http_console(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+void partd__http_console_prepare(partd_http *h);
+void partd__http_console_release(partd_http *h);
+enum MHD_Result partd__http_console(struct MHD_Connection *c, partd__http_req *rq, partd_http *h);
 
-enum MHD_Result partd_http_get_plan_svg(struct MHD_Connection *c, partd_req *rq, partd_http *h);
+enum MHD_Result partd__http_get_plan_svg(struct MHD_Connection *c, partd__http_req *rq,
+                                         partd_http *h);
+enum MHD_Result partd__http_get_export(struct MHD_Connection *c, partd__http_req *rq,
+                                       partd_http *h);
+
+/* An answer made from a succeeded job's result: called with a reference to
+ * the result's cache entry, which it releases, and the answer's quoted
+ * entity tag. */
+typedef enum MHD_Result (*partd__http_from_result)(struct MHD_Connection *c,
+                                                   partd__http_req *rq, partd_cache_entry *e,
+                                                   const char *quoted_etag, void *arg);
+
+/* GET of something made from job rq->id's result alone (plan.svg, an
+ * export), whose entity tag is the result's hash + "-" + tag: 404 for an
+ * unknown job or an expired result, 409 (problem) for a job with no plan
+ * (queued or running with Retry-After, failed, cancelled), 304 when
+ * If-None-Match holds the tag (answer not called), else answer(). */
+enum MHD_Result partd__http_answer_from_result(struct MHD_Connection *c, partd__http_req *rq,
+                                               partd_http *h, const char *tag,
+                                               partd__http_from_result answer, void *arg);
+
+/* The headers of every answer made from a result (200 and 304): ETag,
+ * Cache-Control private with max-age 0, X-Content-Type-Options nosniff. */
+void partd__http_result_headers(struct MHD_Response *resp, const char *quoted_etag);
 
 /* The job from the job table (unfinished) or else the store: PARTD_OK,
  * PARTD_STORE_MISSING, or a store error. */
-int partd_http_find_job(partd_service *svc, const char *id, partd_job_row *row);
+int partd__http_find_job(partd_http_context *ctx, const char *id, partd_job_row *row);
 
 /* A reference to a result document (release it with
  * partd_cache_entry_release): the cache, else the store, checked against
  * its hash (partd_store_load_result), then cached. PARTD_OK,
  * PARTD_STORE_MISSING, PARTD_STORE_DAMAGED, or a store error. */
-int partd_http_load_result(partd_service *svc, const char *key, partd_cache_entry **out);
+int partd__http_load_result(partd_http_context *ctx, const char *key, partd_cache_entry **out);
 
 /* ---- pure helpers of the job handlers (unit-tested) --------------------- */
 
 /* RFC 9110 If-None-Match: "*" or a list of (possibly weak) entity tags,
  * compared weakly with a quoted tag. 1 on a match, else 0. */
-int partd_http_etag_matches(const char *header, const char *quoted);
+int partd__http_etag_matches(const char *header, const char *quoted);
 
 /* Idempotency-Key: 1 to 255 visible ASCII characters. 1 when valid. */
-int partd_http_idem_key_valid(const char *key);
+int partd__http_idem_key_valid(const char *key);
 
 #define PARTD_HTTP_LIST_DEFAULT_LIMIT 50
 #define PARTD_HTTP_LIST_MAX_LIMIT 1000
 
-typedef struct partd_http_list_query {
+typedef struct partd__http_list_query {
     int status;                /* partd_job_status, -1 for all */
     uint64_t limit;
     uint64_t before;           /* page_token: seq to continue below, 0 = first page */
-} partd_http_list_query;
+} partd__http_list_query;
 
 /* The query of GET /v1/jobs (each parameter NULL when absent). PARTD_OK, or
  * PARTD_EINVALID with *param naming the bad parameter and *detail saying
  * what it must be. */
-int partd_http_list_query_parse(const char *status, const char *limit, const char *page_token,
-                                partd_http_list_query *q, const char **param,
-                                const char **detail);
+int partd__http_list_query_parse(const char *status, const char *limit, const char *page_token,
+                                 partd__http_list_query *q, const char **param,
+                                 const char **detail);
 
 #endif

@@ -14,11 +14,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/text.h"
 #include "http_internal.h"
-#include "partd.h"
+#include "partd/partd.h"
 
-int partd_http_listen(const char *listen_addr, char *bound, size_t bound_cap, int *is_v6,
-                      char *err, size_t cap)
+int partd__http_listen(const char *listen_addr, char *bound, size_t bound_cap, int *is_v6,
+                       char *err, size_t cap)
 {
     char host[256];
     const char *port;
@@ -42,7 +43,7 @@ int partd_http_listen(const char *listen_addr, char *bound, size_t bound_cap, in
         port = colon + 1;
     }
     uint64_t port_num;
-    if (partd_parse_u64(port, 65535, &port_num) != PARTD_OK) {
+    if (partd_text_parse_u64(port, 65535, &port_num) != PARTD_OK) {
         snprintf(err, cap, "--listen '%s': bad port", listen_addr);
         return -1;
     }

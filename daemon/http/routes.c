@@ -8,8 +8,10 @@
  * for a new pattern, its PARTD_ROUTE_* label in metrics.h and metrics.c:
  * metric labels are a closed set, and each is its pattern's text). A "GET"
  * entry also answers HEAD (libmicrohttpd drops the body). A pattern is
- * literal segments and "{id}", a job id (PARTD_ID_LEN lowercase hex); a
- * trailing slash or any other extra text is another path. The entries of
+ * literal segments, "{id}", a job id (PARTD_ID_LEN lowercase hex), and
+ * other "{word}"s, one segment of 1 to PARTD_HTTP_NAME_MAX bytes that the
+ * handler reads from the path (an export's format); a trailing slash or
+ * any other extra text is another path. The entries of
  * one pattern carry the same metric, and their order in the table is the
  * order of the Allow header.
  */
@@ -17,33 +19,37 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/text.h"
 #include "http_internal.h"
-#include "partd.h"
+#include "partd/partd.h"
 
-static const partd_http_route ROUTES[] = {
-    {"GET", "/v1/jobs", PARTD_ROUTE_JOBS, NULL, partd_http_list_jobs},
-    {"POST", "/v1/jobs", PARTD_ROUTE_JOBS, partd_http_submit_admit, partd_http_submit},
-    {"GET", "/v1/jobs/{id}", PARTD_ROUTE_JOB, NULL, partd_http_get_job},
-    {"DELETE", "/v1/jobs/{id}", PARTD_ROUTE_JOB, NULL, partd_http_delete_job},
-    {"GET", "/v1/jobs/{id}/result", PARTD_ROUTE_JOB_RESULT, NULL, partd_http_get_result},
-    {"GET", "/v1/jobs/{id}/plan.svg", PARTD_ROUTE_JOB_PLAN_SVG, NULL, partd_http_get_plan_svg},
-    {"GET", "/", PARTD_ROUTE_CONSOLE, NULL, partd_http_console},
-    {"GET", "/livez", PARTD_ROUTE_LIVEZ, NULL, partd_http_livez},
-    {"GET", "/readyz", PARTD_ROUTE_READYZ, NULL, partd_http_readyz},
-    {"GET", "/metrics", PARTD_ROUTE_METRICS, NULL, partd_http_metrics},
-    {"GET", "/version", PARTD_ROUTE_VERSION, NULL, partd_http_version},
+#define PARTD_HTTP_NAME_MAX 32
+
+static const partd__http_route ROUTES[] = {
+    {"GET", "/v1/jobs", PARTD_ROUTE_JOBS, NULL, partd__http_list_jobs},
+    {"POST", "/v1/jobs", PARTD_ROUTE_JOBS, partd__http_submit_admit, partd__http_submit},
+    {"GET", "/v1/jobs/{id}", PARTD_ROUTE_JOB, NULL, partd__http_get_job},
+    {"DELETE", "/v1/jobs/{id}", PARTD_ROUTE_JOB, NULL, partd__http_delete_job},
+    {"GET", "/v1/jobs/{id}/result", PARTD_ROUTE_JOB_RESULT, NULL, partd__http_get_result},
+    {"GET", "/v1/jobs/{id}/plan.svg", PARTD_ROUTE_JOB_PLAN_SVG, NULL, partd__http_get_plan_svg},
+    {"GET", "/v1/jobs/{id}/export/{format}", PARTD_ROUTE_JOB_EXPORT, NULL, partd__http_get_export},
+    {"GET", "/", PARTD_ROUTE_CONSOLE, NULL, partd__http_console},
+    {"GET", "/livez", PARTD_ROUTE_LIVEZ, NULL, partd__http_livez},
+    {"GET", "/readyz", PARTD_ROUTE_READYZ, NULL, partd__http_readyz},
+    {"GET", "/metrics", PARTD_ROUTE_METRICS, NULL, partd__http_metrics},
+    {"GET", "/version", PARTD_ROUTE_VERSION, NULL, partd__http_version},
 };
 
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
-const partd_http_route *partd_http_routes(size_t *n)
+const partd__http_route *partd__http_routes(size_t *n)
 {
     *n = N_ROUTES;
     return ROUTES;
 }
 
 /* 1 when the path is the pattern. An "{id}" segment of the right length is
- * copied to id before it is checked (see partd_http_match.id). */
+ * copied to id before it is checked (see partd__http_match.id). */
 static int path_matches(const char *pattern, const char *path, char id[PARTD_ID_LEN + 1])
 {
     while (*pattern) {
@@ -56,6 +62,14 @@ static int path_matches(const char *pattern, const char *path, char id[PARTD_ID_
             if (!partd_id_valid(id))
                 return 0;
             pattern += 4;
+            path += n;
+            continue;
+        }
+        if (*pattern == '{') { /* a named segment: its handler reads it */
+            size_t n = strcspn(path, "/");
+            if (n == 0 || n > PARTD_HTTP_NAME_MAX)
+                return 0;
+            pattern += strcspn(pattern, "}") + 1;
             path += n;
             continue;
         }
@@ -74,12 +88,12 @@ static int method_matches(const char *entry_method, const char *method)
     return strcmp(entry_method, "GET") == 0 && strcmp(method, "HEAD") == 0;
 }
 
-void partd_http_route_match(const char *path, const char *method, partd_http_match *m)
+void partd__http_route_match(const char *path, const char *method, partd__http_match *m)
 {
     memset(m, 0, sizeof *m);
     m->metric = PARTD_ROUTE_OTHER;
     for (size_t i = 0; i < N_ROUTES; i++) {
-        const partd_http_route *r = &ROUTES[i];
+        const partd__http_route *r = &ROUTES[i];
         /* After the path's pattern is found only its other methods count. */
         int same_path = m->pattern ? strcmp(r->pattern, m->pattern) == 0
                                    : path_matches(r->pattern, path, m->id);
@@ -94,7 +108,7 @@ void partd_http_route_match(const char *path, const char *method, partd_http_mat
     }
 }
 
-int partd_http_allow(const char *pattern, char *out, size_t cap)
+int partd__http_allow(const char *pattern, char *out, size_t cap)
 {
     size_t len = 0;
     if (cap)
@@ -115,14 +129,14 @@ int partd_http_allow(const char *pattern, char *out, size_t cap)
     return PARTD_OK;
 }
 
-int partd_http_bearer_ok(const partd_service *svc, const char *auth)
+int partd__http_bearer_ok(const partd_http_context *ctx, const char *auth)
 {
-    if (!svc->token)
+    if (!ctx->token)
         return 1;
     if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
         return 0;
     const char *token = auth + 7;
     while (*token == ' ')
         token++;
-    return partd_secret_equal(token, strlen(token), svc->token, svc->token_len);
+    return partd_text_secret_equal(token, strlen(token), ctx->token, ctx->token_len);
 }

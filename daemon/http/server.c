@@ -19,23 +19,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cancel.h"
+#include "core/fs.h"
+#include "core/log.h"
 #include "http_internal.h"
-#include "log.h"
-#include "partd.h"
+#include "partd/cancel.h"
+#include "partd/clock.h"
+#include "partd/partd.h"
 
 /* After a body this large, hand freed memory back to the system. */
 #define TRIM_AFTER_BODY_BYTES (1u << 20)
 
 /* ---- slow senders --------------------------------------------------------- */
 
-static void set_phase(partd_http *h, partd_conn_rec *cr, partd_conn_phase phase)
+static void set_phase(partd_http *h, partd__http_conn *cr, partd__http_conn_phase phase)
 {
     if (!cr)
         return;
     pthread_mutex_lock(&h->conns_lock);
     cr->phase = phase;
-    cr->phase_start_ns = partd_monotonic_ns();
+    cr->phase_start_ns = partd_clock_ns();
     pthread_mutex_unlock(&h->conns_lock);
 }
 
@@ -46,13 +48,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        partd_conn_rec *cr = ci ? calloc(1, sizeof *cr) : NULL;
+        partd__http_conn *cr = ci ? calloc(1, sizeof *cr) : NULL;
         *socket_context = cr;
         if (!cr)
             return;
         cr->fd = ci->connect_fd;
-        cr->phase = PARTD_CONN_HEADERS;
-        cr->phase_start_ns = partd_monotonic_ns();
+        cr->phase = PARTD_HTTP_CONN_HEADERS;
+        cr->phase_start_ns = partd_clock_ns();
         pthread_mutex_lock(&h->conns_lock);
         cr->next = h->conns;
         if (h->conns)
@@ -60,7 +62,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         h->conns = cr;
         pthread_mutex_unlock(&h->conns_lock);
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-        partd_conn_rec *cr = *socket_context;
+        partd__http_conn *cr = *socket_context;
         if (!cr)
             return;
         /* libmicrohttpd closes the socket only after this returns, so the
@@ -80,14 +82,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 void partd_http_cut_slow(partd_http *h)
 {
-    int64_t now = partd_monotonic_ns();
-    int64_t header_ns = (int64_t)h->svc->cfg->header_timeout_s * 1000000000;
-    int64_t request_ns = (int64_t)h->svc->cfg->request_timeout_s * 1000000000;
+    int64_t now = partd_clock_ns();
+    int64_t header_ns = (int64_t)h->ctx->settings.header_timeout_s * 1000000000;
+    int64_t request_ns = (int64_t)h->ctx->settings.request_timeout_s * 1000000000;
     unsigned cut = 0;
     pthread_mutex_lock(&h->conns_lock);
-    for (partd_conn_rec *cr = h->conns; cr; cr = cr->next) {
-        int64_t limit = cr->phase == PARTD_CONN_HEADERS ? header_ns
-                        : cr->phase == PARTD_CONN_BODY  ? request_ns
+    for (partd__http_conn *cr = h->conns; cr; cr = cr->next) {
+        int64_t limit = cr->phase == PARTD_HTTP_CONN_HEADERS ? header_ns
+                        : cr->phase == PARTD_HTTP_CONN_BODY  ? request_ns
                                                         : 0;
         if (!cr->cut && limit && now - cr->phase_start_ns > limit) {
             /* libmicrohttpd sees the connection fail and closes it. */
@@ -105,35 +107,35 @@ void partd_http_cut_slow(partd_http *h)
 
 /* First call for a request: everything the headers alone decide. Returns
  * 1 when an answer was queued (or the connection must close). */
-static int first_call(struct MHD_Connection *c, partd_req *rq, partd_http *h, const char *url,
+static int first_call(struct MHD_Connection *c, partd__http_req *rq, partd_http *h, const char *url,
                       const char *method, enum MHD_Result *result)
 {
     rq->routed = 1;
-    partd_http_match m;
-    partd_http_route_match(url, method, &m);
+    partd__http_match m;
+    partd__http_route_match(url, method, &m);
     rq->route = m.metric;
     memcpy(rq->id, m.id, sizeof rq->id);
     snprintf(rq->method, sizeof rq->method, "%s",
              strlen(method) < sizeof rq->method ? method : "other");
     if (strncmp(url, "/v1/", 4) == 0 &&
-        !partd_http_bearer_ok(h->svc, MHD_lookup_connection_value(
+        !partd__http_bearer_ok(h->ctx, MHD_lookup_connection_value(
                                           c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
-        *result = partd_http_send_problem(c, rq, 401, "unauthorized", "Unauthorized",
-                                          "a valid bearer token is required", NULL,
-                                          MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                          "Bearer realm=\"partd\"");
+        *result = partd__http_send_problem(c, rq, 401, "unauthorized", "Unauthorized",
+                                           "a valid bearer token is required", NULL,
+                                           MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                           "Bearer realm=\"partd\"");
         return 1;
     }
     if (!m.pattern) {
-        *result = partd_http_send_not_found(c, rq);
+        *result = partd__http_send_not_found(c, rq);
         return 1;
     }
     if (!m.entry) {
         char allow[64], detail[96];
-        partd_http_allow(m.pattern, allow, sizeof allow);
+        partd__http_allow(m.pattern, allow, sizeof allow);
         snprintf(detail, sizeof detail, "%s is not allowed here; allowed: %s", method, allow);
-        *result = partd_http_send_problem(c, rq, 405, "method-not-allowed", "Method not allowed",
-                                          detail, NULL, MHD_HTTP_HEADER_ALLOW, allow);
+        *result = partd__http_send_problem(c, rq, 405, "method-not-allowed", "Method not allowed",
+                                           detail, NULL, MHD_HTTP_HEADER_ALLOW, allow);
         return 1;
     }
     rq->entry = m.entry;
@@ -147,7 +149,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
     (void)version;
     partd_http *h = cls;
-    partd_req *rq = *con_cls;
+    partd__http_req *rq = *con_cls;
     if (!rq) /* the URI callback failed to allocate */
         return h->out_of_memory ? MHD_queue_response(c, 503, h->out_of_memory) : MHD_NO;
     if (rq->status)
@@ -155,10 +157,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!rq->routed) {
         enum MHD_Result result = MHD_YES;
         if (first_call(c, rq, h, url, method, &result)) {
-            set_phase(h, rq->conn, PARTD_CONN_ANSWERING);
+            set_phase(h, rq->conn, PARTD_HTTP_CONN_ANSWERING);
             return result;
         }
-        set_phase(h, rq->conn, PARTD_CONN_BODY);
+        set_phase(h, rq->conn, PARTD_HTTP_CONN_BODY);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -168,11 +170,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES; /* bodies of routes that take none are ignored */
         /* libmicrohttpd cannot answer before the body is read: past the
          * cap the rest is counted and dropped, and 413 goes out at the end. */
-        if (!partd_http_body_take(h, rq, upload_data, n))
+        if (!partd__http_body_take(h, rq, upload_data, n))
             return MHD_NO;
         return MHD_YES;
     }
-    set_phase(h, rq->conn, PARTD_CONN_ANSWERING);
+    set_phase(h, rq->conn, PARTD_HTTP_CONN_ANSWERING);
     return rq->entry->handler(c, rq, h);
 }
 
@@ -181,14 +183,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     partd_http *h = cls;
-    partd_req *rq = calloc(1, sizeof *rq);
+    partd__http_req *rq = calloc(1, sizeof *rq);
     if (!rq)
         return NULL;
     rq->out_of_memory = h->out_of_memory;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     rq->conn = ci ? ci->socket_context : NULL;
-    rq->start_ns = partd_monotonic_ns();
+    rq->start_ns = partd_clock_ns();
     size_t n = strcspn(uri, "?");
     if (n >= sizeof rq->path)
         n = sizeof rq->path - 1;
@@ -201,23 +203,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     partd_http *h = cls;
-    partd_req *rq = *con_cls;
+    partd__http_req *rq = *con_cls;
     if (!rq)
         return;
     *con_cls = NULL;
     /* A kept-alive connection's next request starts its clock now. */
-    set_phase(h, rq->conn, PARTD_CONN_HEADERS);
-    double secs = (double)(partd_monotonic_ns() - rq->start_ns) / 1e9;
+    set_phase(h, rq->conn, PARTD_HTTP_CONN_HEADERS);
+    double secs = (double)(partd_clock_ns() - rq->start_ns) / 1e9;
     (void)c;
     const char *method = rq->method[0] ? rq->method : "-";
     uint64_t body_bytes = rq->intake ? partd_intake_bytes(rq->intake) : rq->discarded;
-    partd_metrics_http(&h->svc->metrics, method, rq->route, rq->status, secs);
+    partd_metrics_http(h->ctx->metrics, method, rq->route, rq->status, secs);
     static const char *const ends[] = {"ok", "error", "timeout", "shutdown", "read_error",
                                        "client_abort"};
     partd_log_field f[] = {
         PARTD_LF_S("method", method),
         PARTD_LF_S("path", rq->path),
-        PARTD_LF_S("route", partd_route_label(rq->route)),
+        PARTD_LF_S("route", partd_metrics_route_label(rq->route)),
         PARTD_LF_N("status", rq->status),
         PARTD_LF_N("duration_ms", secs * 1000.0),
         PARTD_LF_N("body_bytes", body_bytes),
@@ -261,34 +263,34 @@ static char *read_pem(const char *path, char *err, size_t cap)
 {
     char *buf;
     size_t len;
-    if (partd_read_file(path, (size_t)1 << 24, &buf, &len) != PARTD_OK) {
+    if (partd_fs_read_file(path, (size_t)1 << 24, &buf, &len) != PARTD_OK) {
         snprintf(err, cap, "cannot read %s: %s", path, strerror(errno));
         return NULL;
     }
     return buf;
 }
 
-partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exit_code)
+partd_http *partd_http_start(partd_http_context *ctx, char *err, size_t cap, int *exit_code)
 {
-    const partd_config *cfg = svc->cfg;
+    const partd_http_settings *set = &ctx->settings;
     partd_http *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, cap, "out of memory");
         *exit_code = 70;
         return NULL;
     }
-    h->svc = svc;
+    h->ctx = ctx;
     h->listen_fd = -1;
     pthread_mutex_init(&h->conns_lock, NULL);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-    if (cfg->tls_cert) {
+    if (set->tls_cert) {
         if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
             snprintf(err, cap, "this libmicrohttpd has no TLS support");
             *exit_code = 70;
             goto fail;
         }
-        h->tls_cert = read_pem(cfg->tls_cert, err, cap);
-        h->tls_key = h->tls_cert ? read_pem(cfg->tls_key, err, cap) : NULL;
+        h->tls_cert = read_pem(set->tls_cert, err, cap);
+        h->tls_key = h->tls_cert ? read_pem(set->tls_key, err, cap) : NULL;
         if (!h->tls_key) {
             *exit_code = 66;
             goto fail;
@@ -297,15 +299,15 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
     }
     int is_v6 = 0;
     h->listen_fd =
-        partd_http_listen(cfg->listen, h->address, sizeof h->address, &is_v6, err, cap);
+        partd__http_listen(set->listen, h->address, sizeof h->address, &is_v6, err, cap);
     if (h->listen_fd < 0) {
         *exit_code = 71;
         goto fail;
     }
     if (is_v6)
         flags |= MHD_USE_IPv6;
-    partd_http_ops_prepare(h);
-    partd_http_console_prepare(h);
+    partd__http_ops_prepare(h);
+    partd__http_console_prepare(h);
     struct MHD_OptionItem tls[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key},
@@ -315,20 +317,20 @@ partd_http *partd_http_start(partd_service *svc, char *err, size_t cap, int *exi
         flags, 0, NULL, NULL, on_request, h,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, h, /* first, to catch every message */
         MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->conn_memory_bytes,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)set->http_threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)set->conn_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)set->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)set->max_connections_per_ip,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)set->conn_memory_bytes,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-        MHD_OPTION_ARRAY, cfg->tls_cert ? tls : tls + 2,
+        MHD_OPTION_ARRAY, set->tls_cert ? tls : tls + 2,
         MHD_OPTION_END);
     if (!h->daemon || !h->livez || !h->version || !h->console) {
         snprintf(err, cap, "cannot start the HTTP server on %s%s", h->address,
-                 cfg->tls_cert ? " (check the TLS certificate and key)" : "");
-        *exit_code = cfg->tls_cert ? 66 : 71;
+                 set->tls_cert ? " (check the TLS certificate and key)" : "");
+        *exit_code = set->tls_cert ? 66 : 71;
         goto fail;
     }
     return h;
@@ -352,8 +354,8 @@ void partd_http_stop(partd_http *h)
     }
     if (h->listen_fd >= 0)
         close(h->listen_fd);
-    partd_http_ops_release(h);
-    partd_http_console_release(h);
+    partd__http_ops_release(h);
+    partd__http_console_release(h);
     free(h->tls_cert);
     free(h->tls_key);
     pthread_mutex_destroy(&h->conns_lock);

@@ -30,7 +30,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "serve.h"
+#include "serve/serve.h"
 
 #define IO_TIMEOUT_MS 30000      /* a request unanswered this long is a hang */
 #define START_TIMEOUT_MS 30000

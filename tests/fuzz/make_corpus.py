@@ -5,7 +5,7 @@ Seeds are valid and near-valid inputs: small requests in every planning mode
 and option, requests with one thing wrong (the paths a validator takes), the
 graph.modules objects of those requests and variants of them, and HTTP
 requests for every route in the harness's text format (see http_harness.h).
-`export_tiny_sac.json` (a two-block MLP exported with tools/partd_export.py
+`export_tiny_sac.json` (a two-block MLP exported with partd.exporter
 --module-info --sac --sac-op-level) is kept as is and feeds the modules seeds.
 
 The files named by a SHA-1 (no extension) are not written here: they are

@@ -11,15 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cancel.h"
-#include "decode.h"
-#include "modules.h"
-#include "partd.h"
-#include "plan.h"
-#include "problem.h"
+#include "modules/modules.h"
+#include "partd/cancel.h"
+#include "partd/decode.h"
+#include "partd/partd.h"
+#include "partd/plan.h"
+#include "partd/problem.h"
+#include "partd/result.h"
+#include "partd/strtab.h"
 #include "request_dump.h"
-#include "result.h"
-#include "strtab.h"
 
 /* Requests up to this size are planned; larger ones are only decoded. */
 #define FUZZ_PLAN_MAX_NODES 2000
@@ -155,15 +155,15 @@ static const char *check_chunked(const uint8_t *data, size_t size,
     size_t cut[4] = {0, a, b, size};
     partd_problem pb;
     partd_problem_init(&pb);
-    partd_decoder *dec = partd_decoder_new(lim, &pb);
+    partd_decoder *dec = partd_request_decoder_new(lim, &pb);
     if (!dec)
         return NULL; /* out of memory: nothing to compare */
     int rc = PARTD_OK;
     for (int k = 0; k < 3 && rc == PARTD_OK; k++)
-        rc = partd_decoder_feed(dec, (const char *)data + cut[k], cut[k + 1] - cut[k]);
+        rc = partd_request_decoder_feed(dec, (const char *)data + cut[k], cut[k + 1] - cut[k]);
     partd_request *req = NULL;
     if (rc == PARTD_OK)
-        rc = partd_decoder_finish(dec, &req);
+        rc = partd_request_decoder_finish(dec, &req);
     const char *bad = NULL;
     if (rc != rc0 && rc != PARTD_ENOMEM && rc0 != PARTD_ENOMEM)
         bad = "a body fed in pieces decodes to another code than fed whole";
@@ -175,7 +175,7 @@ static const char *check_chunked(const uint8_t *data, size_t size,
         free(y);
     }
     partd_request_free(req);
-    partd_decoder_free(dec);
+    partd_request_decoder_free(dec);
     partd_problem_free(&pb);
     return bad;
 }

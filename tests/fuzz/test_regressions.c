@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "partd.h"
-#include "util.h"
-#include "result.h"
+#include "core/fs.h"
+#include "partd/partd.h"
+#include "partd/result.h"
 
 /* The targets are test code shared with the fuzz drivers; the Makefile links
  * only tests/support/ into tests, so they are compiled in here. */
@@ -65,7 +65,7 @@ static unsigned replay_dir(const char *dir, target_fn target)
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         size_t len = 0;
         char *data = NULL;
-        assert_int_equal(partd_read_file(path, SIZE_MAX, &data, &len), PARTD_OK);
+        assert_int_equal(partd_fs_read_file(path, SIZE_MAX, &data, &len), PARTD_OK);
         const char *bad = target((const uint8_t *)data, len);
         if (bad)
             fprintf(stderr, "%s: %s\n", path, bad);

@@ -53,6 +53,30 @@ def shuffle_members(value, rnd):
     return value
 
 
+def infeasible_doc(seed):
+    """Valid, but no split fits: the job fails in planning (not a 422)."""
+    doc = chain_request(10, seed=seed, devices=2, mode="pipeline")
+    for dev in doc["devices"]:
+        dev["memory_bytes"] = 5000
+    return doc
+
+
+def submit_and_wait(d, doc):
+    """Submits the document and waits for the job to finish."""
+    r = d.post_job(doc)
+    assert r.status in (200, 202), r
+    return d.wait_job(r.json()["id"])
+
+
+def assert_problem(r, status, slug):
+    """r is a problem document of that status whose type ends with slug."""
+    assert r.status == status, r
+    assert r.header("Content-Type") == "application/problem+json"
+    doc = r.json()
+    assert doc["status"] == status and doc["type"].endswith(slug), doc
+    return doc
+
+
 def plan_offline(doc, tmp_path):
     """The result `partd plan` gives for the document (bytes)."""
     req = tmp_path / f"req-{random.getrandbits(64):x}.json"

@@ -286,3 +286,75 @@ def test_checks_that_need_only_the_request_are_422_on_post(daemon):
     r = daemon.post_job(doc)
     assert r.status in (200, 202), r
     assert daemon.wait_job(r.json()["id"])["status"] == "succeeded"
+
+
+def test_first_mistakes_are_answered_with_what_to_do(daemon):
+    """The mistakes a new user makes first get answers that say what was
+    meant: an unknown or cut-short job id, an integer too big for any
+    integer type (named by pointer, as 1e30 is), a misspelt member, and a
+    block of options for another mode."""
+    zero = "0" * 32
+    for method, path in [("GET", f"/v1/jobs/{zero}"), ("GET", f"/v1/jobs/{zero}/result"),
+                         ("DELETE", f"/v1/jobs/{zero}"), ("GET", f"/v1/jobs/{zero}/plan.svg")]:
+        p = assert_problem(daemon.request(method, path), 404)
+        assert p["detail"] == f"no job with id {zero}", (method, path)
+    p = assert_problem(daemon.get("/v1/jobs/0123456789ab"), 404)
+    assert p["detail"] == "no job with id 0123456789ab: job ids are 32 lowercase hex digits"
+    assert assert_problem(daemon.get("/nope"), 404)["detail"] == "no such resource"
+
+    cases = []
+    for big in (10 ** 20, 1e30):
+        doc = chain_request(4)
+        doc["graph"]["nodes"][2]["output_bytes"] = big
+        cases.append((doc, "/graph/nodes/2/output_bytes", "must be between 0 and 2^53"))
+    doc = chain_request(4)
+    doc["graph"]["nodes"][2]["latency"] = 1.5
+    cases.append((doc, "/graph/nodes/2/latency", 'unknown member; did you mean "latency_ms"?'))
+    doc = chain_request(4, mode="training")
+    doc["options"]["pipeline"] = {"microbatches": 16}
+    cases.append((doc, "/options/pipeline", "is read by mode pipeline only, not by mode training"))
+    doc = chain_request(4, mode="size_based")
+    doc["options"]["pipeline"] = {"stages": 2}
+    cases.append((doc, "/options/pipeline", "is read by mode pipeline only, not by mode size_based"))
+    for doc, pointer, words in cases:
+        p = assert_problem(daemon.post_job(doc), 422)
+        assert any(e["pointer"] == pointer and words in e["message"] for e in p["errors"]), \
+            (pointer, p["errors"])
+
+
+def test_training_result_warns_when_microbatches_exceed_the_batch(daemon):
+    doc = chain_request(6, mode="training", slack=8.0)
+    doc["graph"]["batch_size"] = 1
+    doc["options"]["training"] = {"microbatches": 4}
+    r = daemon.post_job(doc)
+    assert r.status == 202, r
+    assert daemon.wait_job(r.json()["id"])["status"] == "succeeded"
+    result = daemon.get(f"/v1/jobs/{r.json()['id']}/result").json()
+    assert [w["code"] for w in result["warnings"]] == ["microbatches-above-batch"]
+    assert "graph.batch_size (1)" in result["warnings"][0]["message"]
+    doc["graph"]["batch_size"] = 8
+    result = daemon.get(f"/v1/jobs/{daemon.wait_job(daemon.post_job(doc).json()['id'])['id']}"
+                        "/result").json()
+    assert "warnings" not in result
+
+
+def test_jobs_say_what_was_asked(daemon):
+    """A job names the request's graph, mode and devices (in its document
+    and in the list), so that a person tells jobs apart without hashes;
+    two requests that share a cached result keep their own names."""
+    doc = chain_request(5, seed=11, mode="pipeline")
+    doc["graph"]["name"] = "first"
+    first = daemon.post_job(doc).json()
+    assert (first["graph_name"], first["mode"], first["n_devices"], first["devices"]) == \
+        ("first", "pipeline", 3, ["gpu0", "gpu1", "gpu2"])
+    daemon.wait_job(first["id"])
+    doc["graph"]["name"] = "second"
+    second = daemon.post_job(doc)
+    assert second.status == 200 and second.json()["cached"] is True
+    assert second.json()["graph_name"] == "second"
+    assert daemon.get(f"/v1/jobs/{first['id']}").json()["graph_name"] == "first"
+    listed = {j["id"]: j for j in daemon.get("/v1/jobs").json()["jobs"]}
+    assert listed[first["id"]]["graph_name"] == "first"
+    assert listed[second.json()["id"]]["devices"] == ["gpu0", "gpu1", "gpu2"]
+    del doc["graph"]["name"]
+    assert daemon.post_job(doc).json()["graph_name"] is None

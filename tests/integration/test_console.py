@@ -15,7 +15,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import PARTD_BIN, chain_request, wait_until
+from conftest import (PARTD_BIN, assert_problem, chain_request, infeasible_doc,
+                      submit_and_wait, wait_until)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 from browser import Browser, chromium_missing, png_pixels  # noqa: E402
@@ -30,33 +31,11 @@ def pipeline_doc(seed, n_ops=30, devices=3):
     return chain_request(n_ops, seed=seed, devices=devices, mode="pipeline")
 
 
-def infeasible_doc(seed):
-    """Valid, but no split fits: the job fails in planning (not a 422)."""
-    doc = chain_request(10, seed=seed, devices=2, mode="pipeline")
-    for dev in doc["devices"]:
-        dev["memory_bytes"] = 5000
-    return doc
-
-
-def submit_and_wait(d, doc):
-    r = d.post_job(doc)
-    assert r.status in (200, 202), r
-    return d.wait_job(r.json()["id"])
-
-
 def show(result_bytes, *args):
     """What `partd show` makes of a result document."""
     p = subprocess.run([PARTD_BIN, "show", "-", *args], input=result_bytes, capture_output=True)
     assert p.returncode == 0, p.stderr
     return p.stdout
-
-
-def assert_problem(r, status, slug):
-    assert r.status == status, r
-    assert r.header("Content-Type") == "application/problem+json"
-    doc = r.json()
-    assert doc["status"] == status and doc["type"].endswith(slug), doc
-    return doc
 
 
 def colored_pixels(png):
@@ -65,51 +44,23 @@ def colored_pixels(png):
     return sum(1 for row in rows for (r, g, b) in row if max(r, g, b) - min(r, g, b) > 40)
 
 
-def training_result(stages, microbatches, schedule):
-    """A training result as the contract describes it (the training planner
-    is not needed to draw one: `partd show` reads the document alone)."""
-    parts = []
-    for s in range(stages):
-        f = 1.0 + 0.25 * (s % 3)
-        rc = 0.5 * f if s % 2 == 0 else 0.0
-        parts.append({
-            "id": s, "device": f"gpu{s}", "logical_ids": [s], "nodes": [f"n{s}"],
-            "memory_bytes": (3 + s % 4) << 30, "device_memory_bytes": 8 << 30,
-            "param_bytes": 1 << 29, "compute_ms": 3 * f * microbatches,
-            "transfer_in_bytes": (1 << 26) if s else 0, "time_ms": 3 * f + rc + 0.25,
-            "inputs": [], "outputs": [], "parents": [s - 1] if s else [],
-            "children": [s + 1] if s + 1 < stages else [],
-            "units": [f"layers.{3 * s + k}" for k in range(3)],
-            "checkpointed": [f"layers.{3 * s}"] if rc else [],
-            "in_flight": min(microbatches, stages - s) if schedule == "1f1b" else microbatches,
-            "forward_ms": f, "backward_ms": 2 * f, "recompute_ms": rc, "comm_ms": 0.25})
-    times = [p["time_ms"] for p in parts]
-    step = sum(times) + (microbatches - 1) * max(times)
-    return {"mode": "training", "partitions": parts, "balance": [1] * stages,
-            "boundaries": [], "tied_params": [],
-            "summary": {"partitions": stages, "bottleneck_ms": max(times), "total_ms": step,
-                        "transfer_bytes": 0, "peak_memory_bytes": 6 << 30, "optimal": True,
-                        "step_ms": step,
-                        "bubble_fraction": 1 - microbatches * sum(times) / (stages * step),
-                        "stages": stages, "microbatches": microbatches, "schedule": schedule,
-                        "checkpoint": "auto", "unit_depth": 2}}
-
-
-def schedule_order(schedule, s, stages, m):
-    """The order of (kind, microbatch) blocks on stage s, as the contract
-    defines gpipe and 1f1b."""
-    if schedule == "gpipe":
-        return [("fwd", i) for i in range(m)] + [("bwd", i) for i in range(m)]
-    warm = min(m, stages - s)
-    order = [("fwd", i) for i in range(warm)]
-    f, b = warm, 0
-    while b < m:
-        order.append(("bwd", b))
-        b += 1
-        if f < m:
-            order.append(("fwd", f))
-            f += 1
-    return order
+def training_request(seed, schedule, ranks, microbatches, virtual_stages=None):
+    """A chain of layers (each its own unit) planned in mode training with
+    one of PyTorch's schedules, on devices of two speeds over a link slow
+    enough to cost time."""
+    doc = chain_request(24, seed=seed, devices=ranks, mode="training", slack=8.0)
+    for i, node in enumerate(n for n in doc["graph"]["nodes"] if n["op"] == "call_module"):
+        node["module"] = f"layers.{i}"
+        node["backward_ms"] = 2 * node["latency_ms"]
+    for i, dev in enumerate(doc["devices"]):
+        if i % 2:
+            dev["speed"] = 2.0
+    training = {"schedule": schedule, "stages": ranks, "microbatches": microbatches,
+                "checkpoint": "always", "unit_depth": 2}
+    if virtual_stages:
+        training["virtual_stages"] = virtual_stages
+    doc["options"] = {"mode": "training", "transfer_bytes_per_sec": 2e6, "training": training}
+    return doc
 
 
 # -- fixtures -------------------------------------------------------------------
@@ -300,6 +251,49 @@ def test_console_lists_jobs_submits_and_shows_the_picture(make_daemon, browser, 
     assert csp_violations(browser) == []
 
 
+def test_console_list_says_which_graph_mode_and_devices(make_daemon, browser):
+    """Each row names the graph, the mode and the devices (not only a hash
+    prefix), and a training row shows its step time, not the bottleneck."""
+    d = make_daemon()
+    doc = pipeline_doc(seed=71)
+    doc["graph"]["name"] = "resnet-tiny"
+    pipe = submit_and_wait(d, doc)
+    doc = chain_request(6, seed=72, devices=4, mode="training", slack=16.0)
+    doc["graph"]["name"] = "gpt-tiny"
+    train = submit_and_wait(d, doc)
+    assert pipe["status"] == train["status"] == "succeeded"
+    browser.get(d.url + "/")
+    cells = js_wait(browser, "both jobs listed", """
+        const rows = document.querySelectorAll('#jobs-body tr');
+        return rows.length === 2 && Array.from(rows).map(r => Array.from(r.cells).map(
+            c => [c.innerText.trim(), c.title]));""")
+    heads = browser.script("""return Array.from(document.querySelectorAll('#jobs thead th'))
+        .map(h => h.textContent);""")
+    by_head = [dict(zip(heads, row)) for row in cells]
+    t, p = by_head  # newest first
+    assert t["Graph"][0].startswith("gpt-tiny ") and t["Graph"][1] == train["graph_hash"]
+    assert p["Graph"][0].startswith("resnet-tiny ")
+    assert (t["Mode"][0], p["Mode"][0]) == ("training", "pipeline")
+    assert t["Devices"] == ["4: gpu0, gpu1, gpu2, +1", "gpu0, gpu1, gpu2, gpu3"]
+    assert p["Devices"][0] == "3: gpu0, gpu1, gpu2"
+    assert t["Time"][1] == "step_ms: one training step" and t["Time"][0].endswith(" step")
+    assert p["Time"][1] == "bottleneck_ms: the slowest partition" and p["Time"][0].endswith(" slowest")
+    step = train["summary"]["step_ms"]
+    shown = browser.script(f"return document.querySelector('#jobs-body tr[data-job-id=\"{train['id']}\"]')"
+                           ".cells[7].firstChild.textContent")
+    want = f"{step / 1000:.3f} s" if 1000 <= step < 10000 else None
+    if want:
+        assert shown == want
+    else:
+        assert shown.endswith(" ms") or shown.endswith(" s")
+    browser.get(f"{d.url}/#/jobs/{train['id']}")
+    facts = js_wait(browser, "the job's facts", """
+        const f = document.getElementById('job-facts');
+        return f.children.length > 0 && f.innerText;""")
+    assert "gpt-tiny" in facts and "training" in facts and "4: gpu0, gpu1, gpu2, gpu3" in facts
+    assert csp_violations(browser) == []
+
+
 def test_console_refreshes_while_a_job_runs(make_daemon, browser, slow_body):
     d = make_daemon("--workers", "1")
     big = d.post_job(slow_body).json()["id"]
@@ -388,40 +382,63 @@ def test_console_with_a_token_shows_nothing_without_it(make_daemon, browser, tmp
 
 # -- the picture's structure, rendered by Chromium --------------------------------
 
-@pytest.mark.parametrize("schedule,stages,microbatches", [("gpipe", 4, 6), ("1f1b", 4, 8),
-                                                          ("1f1b", 3, 2)])
-def test_training_timeline_in_the_browser(browser, tmp_path, schedule, stages, microbatches):
-    svg = show(json.dumps(training_result(stages, microbatches, schedule)).encode())
+@pytest.mark.parametrize("schedule,ranks,v,microbatches", [
+    ("GPipe", 4, None, 6), ("1F1B", 3, None, 4), ("Interleaved1F1B", 2, 2, 4),
+    ("ZBVZeroBubble", 3, None, 6), ("DualPipeV", 2, None, 4)])
+def test_training_timeline_in_the_browser(daemon, browser, tmp_path, schedule, ranks, v,
+                                          microbatches):
+    done = submit_and_wait(daemon, training_request(71, schedule, ranks, microbatches, v))
+    assert done["status"] == "succeeded", done
+    result = daemon.get(f"/v1/jobs/{done['id']}/result")
+    doc = result.json()
+    assert doc["schedule"]["name"] == schedule
+    svg = show(result.body)
+    assert daemon.get(f"/v1/jobs/{done['id']}/plan.svg").body == svg
     path = tmp_path / "plan.svg"
     path.write_bytes(svg)
     browser.get(path.as_uri())
     blocks = js_wait(browser, "the timeline's blocks", """
-        const rs = document.querySelectorAll('rect.fwd[data-stage], rect.bwd[data-stage]');
+        const rs = document.querySelectorAll('rect[data-rank]');
         return rs.length && Array.from(rs).map(r => {
             const b = r.getBoundingClientRect();
-            return [r.getAttribute('class'), +r.dataset.stage, +r.dataset.microbatch,
-                    b.left, b.right, b.top, b.bottom];
+            return [r.getAttribute('class') + r.dataset.stage + '/' + r.dataset.microbatch,
+                    +r.dataset.rank, b.left, b.right, b.top, b.bottom];
         });""")
-    # One forward and one backward block per stage and microbatch.
-    assert len(blocks) == 2 * stages * microbatches
-    assert {(c, s, m) for c, s, m, *_ in blocks} == {
-        (c, s, m) for c in ("fwd", "bwd") for s in range(stages) for m in range(microbatches)}
+    at = {key: (rank, l, r, t, b) for key, rank, l, r, t, b in blocks}
+    lists = doc["schedule"]["actions"]
+
+    def key(action):  # "3F1" -> "F3/1"
+        i = next(i for i, ch in enumerate(action) if ch in "FBIW")
+        return f"{action[i]}{action[:i]}/{action[i + 1:]}"
+
+    # One block per action, on its rank.
+    assert len(blocks) == len(at) == sum(len(lst) for lst in lists)
+    assert set(at) == {key(a) for lst in lists for a in lst}
     eps = 0.01
-    at = {(c, s, m): (l, r) for c, s, m, l, r, _, _ in blocks}
-    for s in range(stages):
-        lane = sorted((l, r, c, m) for c, st, m, l, r, _, _ in blocks if st == s)
-        # The schedule's order on each stage, and no two blocks overlapping.
-        assert [(c, m) for _, _, c, m in lane] == schedule_order(schedule, s, stages, microbatches)
-        for (l1, r1, *_), (l2, r2, *_) in zip(lane, lane[1:]):
+    for r, lst in enumerate(lists):
+        row = [at[key(a)] for a in lst]
+        assert {rank for rank, *_ in row} == {r}
+        # The rank's order, left to right, never two blocks at once.
+        for (_, l1, r1, *_), (_, l2, r2, *_) in zip(row, row[1:]):
             assert r1 <= l2 + eps and l1 < r1
-        # Stages are separate rows.
-        tops = {round(t, 3) for c, st, m, l, r, t, b in blocks if st == s}
-        assert len(tops) == 1
-        for m in range(microbatches):
-            # A block starts once its input is ready.
-            if s:
-                assert at[("fwd", s, m)][0] >= at[("fwd", s - 1, m)][1] - eps
-            if s + 1 < stages:
-                assert at[("bwd", s, m)][0] >= at[("bwd", s + 1, m)][1] - eps
-            assert at[("bwd", s, m)][0] >= at[("fwd", s, m)][1] - eps
+        # Ranks are rows of their own, one below the other.
+        if r + 1 < len(lists):
+            below = [at[key(a)] for a in lists[r + 1]]
+            assert max(b for *_, b in row) <= min(t for *_, t, _ in below) + eps
+    # A block starts once its inputs are there.
+    for k, (_, l, r, _, _) in at.items():
+        kind, j, m = k[0], int(k[1:].split("/")[0]), k.split("/")[1]
+        if kind == "F" and j:
+            assert l >= at[f"F{j - 1}/{m}"][2] - eps
+        if kind in "BI":
+            assert l >= at[f"F{j}/{m}"][2] - eps
+            nxt = at.get(f"B{j + 1}/{m}") or at.get(f"I{j + 1}/{m}")
+            if nxt:
+                assert l >= nxt[2] - eps
+        if kind == "W":
+            assert l >= at[f"I{j}/{m}"][2] - eps
+    # The last block ends at the step_ms mark.
+    mark = browser.script("""const ls = document.querySelectorAll('line.mark');
+        return ls[ls.length - 1].getBoundingClientRect().left;""")
+    assert abs(max(r for _, _, r, _, _ in at.values()) - mark) < 1.5
     assert colored_pixels(browser.screenshot()) > 5000

@@ -11,8 +11,8 @@ import pytest
 from conftest import chain_request, plan_offline
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import partd_client  # noqa: E402  (tools/ is not a package)
+sys.path.insert(0, str(ROOT / "python"))
+from partd import client as partd_client  # noqa: E402
 
 
 def unzstd(data):

@@ -250,6 +250,7 @@ def test_read_only_data_dir_fails_jobs_keeps_what_is_stored(ext4, make_daemon, t
 
 
 @sqlite_only
+@pytest.mark.slow
 def test_kill9_while_a_result_is_written_leaves_a_consistent_store(make_daemon, tmp_path):
     data = tmp_path / "data"
     d = make_daemon("--workers", "1", data_dir=data)
@@ -300,6 +301,7 @@ def build_failmalloc(tmp_path):
     return so
 
 
+@pytest.mark.slow
 def test_allocation_failures_while_answering_are_503s_and_the_daemon_keeps_serving(
         make_daemon, tmp_path):
     """One allocation fails at a time, at every position over a fixed set of

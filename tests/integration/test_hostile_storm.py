@@ -11,6 +11,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from hardening_support import PARTD_BIN, chain_request, wait_until  # noqa: F401
 
 JSON = {"Content-Type": "application/json"}
@@ -88,6 +90,7 @@ class SlowSender(threading.Thread):
         self.sock.close()
 
 
+@pytest.mark.slow
 def test_slow_headers_and_slow_bodies_are_cut_off_while_others_are_served(make_daemon):
     d = make_daemon("--header-timeout-s", "2", "--request-timeout-s", "3",
                      "--conn-timeout-s", "60")
@@ -261,6 +264,7 @@ def problem(r, status, type_suffix, pointer=None, detail=None):
     return p
 
 
+@pytest.mark.slow
 def test_pathological_bodies_get_4xx_and_memory_returns(make_daemon):
     d = make_daemon("--http-threads", "4")
     # Warm up every path a normal job takes, then take the idle level.

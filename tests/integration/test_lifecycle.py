@@ -16,6 +16,7 @@ def running(d, job_id):
     return d.wait_job(job_id, statuses=("running", "succeeded", "failed", "cancelled"))
 
 
+@pytest.mark.slow
 def test_kill9_then_restart_completes_every_accepted_job(make_daemon, medium_body, tmp_path):
     d = make_daemon("--workers", "1")
     done_doc = chain_request(12, seed=30)
@@ -45,6 +46,7 @@ def test_kill9_then_restart_completes_every_accepted_job(make_daemon, medium_bod
     assert d.stop() == 0
 
 
+@pytest.mark.slow
 def test_sigterm_drains_and_exits_zero(make_daemon, medium_body, tmp_path):
     d = make_daemon("--workers", "1", "--shutdown-grace-ms", "600000")
     big = d.post_job(medium_body).json()
@@ -63,6 +65,7 @@ def test_sigterm_drains_and_exits_zero(make_daemon, medium_body, tmp_path):
     assert d.stop(signal.SIGINT) == 0
 
 
+@pytest.mark.slow
 def test_sigterm_grace_over_leaves_running_job_queued(make_daemon, medium_body, tmp_path):
     d = make_daemon("--workers", "1", "--shutdown-grace-ms", "0")
     big = d.post_job(medium_body).json()

@@ -24,6 +24,8 @@ from conftest import chain_request, pipeline_request, plan_offline
 from partd_daemon import wait_until
 from partd_pg import pg_server, pg_url  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.slow
+
 LEASE_MS = 2000
 
 

@@ -107,3 +107,61 @@ def gpt2(**kwargs):
 def gpt2_tiny():
     """Same structure, test-sized (2 layers, width 64, 1000 tokens)."""
     return gpt2(vocab=1000, positions=64, width=64, layers=2, heads=4)
+
+
+class MHABlock(nn.Module):
+    """A pre-LayerNorm block around nn.MultiheadAttention (one call_module
+    node to torch.fx; its work happens in F.multi_head_attention_forward)."""
+
+    def __init__(self, width, heads, dropout):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, dropout=dropout, batch_first=True)
+        self.ln_2 = nn.LayerNorm(width)
+        self.mlp = MLP(width)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, mask):
+        h = self.ln_1(x)
+        a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+        x = x + self.drop(a)
+        return x + self.drop(self.mlp(self.ln_2(x)))
+
+
+class GPTMHA(nn.Module):
+    """GPT-like: token embedding tied to the LM head, a learned position
+    table read as a parameter (a get_attr node), a causal mask buffer every
+    block reads, blocks of nn.MultiheadAttention and an MLP, dropout."""
+
+    def __init__(self, vocab=128, context=16, width=32, layers=4, heads=4, dropout=0.1):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Parameter(torch.randn(context, width) * 0.02)
+        self.layers = nn.ModuleList([MHABlock(width, heads, dropout) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.tok.weight  # tied
+        mask = torch.triu(torch.full((context, context), float("-inf")), diagonal=1)
+        self.register_buffer("mask", mask)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos
+        for block in self.layers:
+            x = block(x, self.mask)
+        return self.head(self.ln_f(x))
+
+
+def gpt_mha(**kwargs):
+    torch.manual_seed(0)
+    return GPTMHA(**kwargs)
+
+
+def mlp_seq(features=16, hidden=32, outputs=4, layers=8):
+    """An nn.Sequential of Linear and Tanh layers: fairscale's kind of model,
+    whose units are its children."""
+    torch.manual_seed(0)
+    mods = [nn.Linear(features, hidden), nn.Tanh()]
+    for _ in range(layers - 2):
+        mods += [nn.Linear(hidden, hidden), nn.Tanh()]
+    mods.append(nn.Linear(hidden, outputs))
+    return nn.Sequential(*mods)

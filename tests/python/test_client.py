@@ -1,4 +1,4 @@
-"""Tests of tools/partd_client.py.
+"""Tests of partd.client (python/partd/client.py) and its command line.
 
 Against a small in-process fake of the HTTP API (http.server) that follows
 the contract's routes, statuses and headers, with job progress driven by the
@@ -18,10 +18,10 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-import partd_client as pc
-from partd_testlib import PYTHON, ROOT
+from partd import client as pc
+from partd_testlib import PYPKG, PYTHON
 
-CLIENT = os.path.join(ROOT, "tools", "partd_client.py")
+CLIENT = ["-m", "partd.client"]
 RESULT = {"mode": "size_based", "partitions": [], "tied_params": [],
           "summary": {"partitions": 1}}
 
@@ -266,8 +266,9 @@ def test_submit_wait_result(fake):
     done = c.wait(job)
     assert done["status"] == "succeeded"
     assert state.polls[job["id"]] == 3
-    # first pause is the 202's Retry-After (2 s), then backoff from 0.05 s
-    assert clock.sleeps == [2.0, 0.05, 0.1]
+    # the first poll 50 ms after the 202 (not its whole Retry-After of 2 s),
+    # then backing off
+    assert clock.sleeps == [0.05, 0.1, 0.2]
     assert c.result(job["id"]) == RESULT
     assert c.last_etag == '"r1"'
     assert c.result(job["id"], etag='"r1"') is None
@@ -354,9 +355,10 @@ def test_failed_job_raises_job_failed(fake):
     with pytest.raises(pc.JobFailed) as e:
         c.wait(job["id"])
     assert e.value.problem["type"] == "urn:partd:problem:infeasible"
-    with pytest.raises(pc.PartdError) as e:
-        c.result(job["id"])
-    assert e.value.status == 422
+    for fetch in (c.result, c.result_bytes):
+        with pytest.raises(pc.JobFailed) as e:
+            fetch(job["id"])
+        assert e.value.problem["type"] == "urn:partd:problem:infeasible"
 
 
 def test_wait_times_out_on_the_clock(fake):
@@ -377,9 +379,27 @@ def test_cancel(fake):
     assert c.cancel(job["id"])["status"] == "cancelled"
     with pytest.raises(pc.JobCancelled):
         c.wait(job["id"])
+    for fetch in (c.result, c.result_bytes):
+        with pytest.raises(pc.JobCancelled):
+            fetch(job["id"])
+    # cancelling again is no error: the job is cancelled
+    assert c.cancel(job["id"])["status"] == "cancelled"
+
+
+def test_cancel_of_a_finished_job_is_409(fake):
+    _, url = fake(polls_to_finish=1)
+    c, _ = client(url)
+    job = c.wait(c.submit(REQUEST))
     with pytest.raises(pc.PartdError) as e:
         c.cancel(job["id"])
     assert e.value.status == 409
+
+
+def test_polling_backs_off_up_to_a_shorter_retry_after(fake):
+    state, url = fake(polls_to_finish=4, retry_after="0.15")
+    c, clock = client(url)
+    c.wait(c.submit(REQUEST))
+    assert clock.sleeps == [0.05, 0.1, 0.15, 0.15]
 
 
 def test_result_before_finish_is_409_with_retry_after(fake):
@@ -433,8 +453,8 @@ def test_unknown_job_is_404(fake):
 
 
 def run_cli(*args, env=None):
-    proc = subprocess.run([PYTHON, CLIENT, *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    proc = subprocess.run([PYTHON, *CLIENT, *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": PYPKG, **(env or {})})
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -462,6 +482,23 @@ def test_cli_exit_codes(fake, tmp_path):
     assert code == 1 and "cannot reach" in stderr
     code, stdout, _ = run_cli("--url", url, "health")
     assert code == 1 and json.loads(stdout)["live"] is True
+
+
+def test_cli_result_and_cancel_exit_as_the_readme_says(fake, tmp_path):
+    state, url = fake(polls_to_finish=1, retry_after="0")
+    inf = pc.Client(url).submit({"graph": {"name": "infeasible"}, "devices": [{}]})
+    assert pc.Client(url).job(inf["id"])["status"] == "failed"
+    code, _, stderr = run_cli("--url", url, "result", inf["id"])
+    assert code == 3 and json.loads(stderr)["type"] == "urn:partd:problem:infeasible"
+    state.polls_to_finish = 10**6
+    job = pc.Client(url).submit(REQUEST)
+    code, stdout, _ = run_cli("--url", url, "cancel", job["id"])
+    assert code == 0 and json.loads(stdout)["status"] == "cancelled"
+    code, stdout, stderr = run_cli("--url", url, "cancel", job["id"])
+    assert code == 0, stderr
+    assert json.loads(stdout)["status"] == "cancelled"
+    code, _, stderr = run_cli("--url", url, "result", job["id"])
+    assert code == 4 and "cancelled" in stderr
 
 
 def test_cli_token_from_environment(fake):

@@ -17,9 +17,9 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-import partd_client as pc  # noqa: E402
+from partd import client as pc  # noqa: E402
 from partd_daemon import DaemonFactory  # noqa: E402
-from partd_testlib import PYTHON, ROOT, TINY_REQUEST, partd_bin  # noqa: E402
+from partd_testlib import PYPKG, PYTHON, ROOT, TINY_REQUEST, partd_bin  # noqa: E402
 
 SCHEMAS = os.path.join(ROOT, "api", "schemas")
 
@@ -143,9 +143,10 @@ def test_cli_submit_wait(daemon, tmp_path):
     req = tmp_path / "req.json"
     req.write_text(json.dumps(SIZE_BASED))
     out = tmp_path / "plan.json"
-    proc = subprocess.run([PYTHON, os.path.join(ROOT, "tools", "partd_client.py"),
+    proc = subprocess.run([PYTHON, "-m", "partd.client",
                            "--url", daemon.url, "submit", str(req), "--wait", "-o", str(out)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": PYPKG})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["mode"] == "size_based"
 

@@ -83,6 +83,22 @@ def test_build_stage_installs_the_makefiles_dev_packages(stages):
         assert owner in installed, f"{module}: {owner} missing from the build stage"
 
 
+@needs_dpkg
+def test_make_deps_installs_what_the_build_needs():
+    """`make deps` (DEB_BUILD) alone is enough to build: it holds the package
+    of every pkg-config module the Makefile links, and no test tool."""
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^DEB_BUILD\s*:=((?:[^\n]*\\\n)*[^\n]*)$", text, re.M)
+    build = set(m.group(1).replace("\\", " ").split())
+    for module in _makefile_pkgs():
+        pcdir = subprocess.run(["pkg-config", "--variable=pcfiledir", module],
+                               capture_output=True, text=True).stdout.strip()
+        owner = _dpkg_owner(os.path.join(pcdir, f"{module}.pc"))
+        assert owner in build, f"{module}: {owner} missing from DEB_BUILD"
+    assert not build & {"python3-torch", "chromium", "postgresql", "clang", "libcmocka-dev"}
+
+
 def test_build_stage_runs_plain_make(stages):
     runs = [l for l in stages[0][1] if l.startswith("RUN ") and re.search(r"\bmake\b", l)
             and "apt-get" not in l]
@@ -136,6 +152,7 @@ def test_runtime_stage_has_every_needed_library(stages):
         assert owner in provided, f"{lib} ({owner}) is not installed in the runtime stage"
 
 
+@pytest.mark.slow
 def test_copied_tree_builds_with_the_images_make(stages, tmp_path):
     """Only what the Dockerfile COPYs, built with its RUN make line."""
     copies = [l.split()[1:] for l in stages[0][1] if l.startswith("COPY ")]

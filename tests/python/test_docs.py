@@ -7,14 +7,15 @@ import copy
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-import partd_client  # noqa: E402
-import partd_export  # noqa: E402
-from partd_testlib import ROOT, run_plan  # noqa: E402
+from partd import client as partd_client  # noqa: E402
+from partd import exporter as partd_export  # noqa: E402
+from partd_testlib import PYPKG, PYTHON, ROOT, reads_v3, run_plan  # noqa: E402
 
 TOUR = os.path.join(ROOT, "README.md")
 EXAMPLE = os.path.join(ROOT, "examples", "gpt2-sac", "request.json")
@@ -89,6 +90,26 @@ def test_option_fragment_plans(index, example, request_validator, partd_plan_bin
         assert "sac" in result
 
 
+def test_tables_shown_are_what_partd_show_prints(partd_plan_bin):
+    """A `partd show --format text` table in the README is what partd show
+    prints today for one of the examples (a `% device` of - where the
+    example gives device memory was not)."""
+    import glob
+    import subprocess
+    with open(TOUR, encoding="utf-8") as f:
+        fenced = re.split(r"^```[a-z]*\n", f.read(), flags=re.M)[1::2]  # inside the fences
+    tables = [b for b in fenced if b.startswith("partd plan: ")]
+    assert tables
+    printed = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*", "result.json"))):
+        proc = subprocess.run([partd_plan_bin, "show", "--format", "text", path],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        printed.append(proc.stdout)
+    for table in tables:
+        assert table in printed, table
+
+
 def test_device_and_node_fragments_validate(example, request_validator):
     blocks = _json_blocks()
     device = next(b for b in blocks if "memory_bytes" in b and "name" in b)
@@ -109,3 +130,16 @@ def test_client_commands_in_the_tour_exist():
     sub = next(a for a in parser._actions if a.dest == "command")
     for cmd in ("submit", "status", "wait", "result", "cancel", "list", "health", "version"):
         assert cmd in sub.choices
+
+
+@pytest.mark.slow
+def test_the_training_run_example_runs(partd_plan_bin):
+    """examples/training-run/split_step.py, as the README runs it."""
+    if not reads_v3(partd_plan_bin):
+        pytest.skip("this partd build does not read contract v3's graph.batch_size and "
+                    "weight_grad_ms, which the exporter writes")
+    proc = subprocess.run([PYTHON, os.path.join(ROOT, "examples", "training-run", "split_step.py"),
+                           partd_plan_bin], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": PYPKG}, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "stage_2 on" in proc.stdout and "split: losses" in proc.stdout

@@ -20,7 +20,7 @@ LISTS = {  # X-macro list in lib/enums.h -> schema property holding the enum
 
 
 def c_lists():
-    with open(os.path.join(ROOT, "lib", "enums.h"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "lib", "include", "partd", "enums.h"), encoding="utf-8") as f:
         text = f.read()
     lists = {}
     for m in re.finditer(r"#define (PARTD_\w+_LIST)\(X\)((?:[^\n]*\\\n)*[^\n]*)", text):
@@ -63,11 +63,21 @@ def test_request_enums_match_the_contract():
         enums = schema_enums("request.json", prop)
         assert enums, f"no enum for {prop} in request.json"
         for e in enums:
-            if prop == "schedule" and e == ["gpipe", "1f1b"]:
-                # options.training.schedule: the schedules that train
-                assert e == [n for n in lists[c_name] if n != "inference"]
-                continue
             assert e == lists[c_name], f"{prop}: schema {e} != lib/enums.h {lists[c_name]}"
+
+
+def test_training_schedules_match_the_contract():
+    """options.training.schedule takes PyTorch's names (lib/enums.h's
+    training schedules), v2's two and auto; a result names PyTorch's."""
+    names = c_lists()["PARTD_TRAINING_SCHEDULE_LIST"]
+    assert names == ["GPipe", "1F1B", "LoopedBFS", "Interleaved1F1B", "InterleavedZeroBubble",
+                     "ZBVZeroBubble", "DualPipeV"]
+    with open(os.path.join(ROOT, "api", "schemas", "request.json"), encoding="utf-8") as f:
+        one, many = json.load(f)["$defs"]["training_options"]["properties"]["schedule"]["oneOf"]
+    assert one["enum"] == names + ["gpipe", "1f1b", "auto"]
+    assert many["items"]["enum"] == names + ["gpipe", "1f1b"]
+    # summary.schedule: a pipeline plan's (extension) or a training plan's
+    assert schema_enums("result.json", "schedule") == [c_lists()["PARTD_SCHEDULE_LIST"] + names]
 
 
 def test_result_mode_matches_the_contract():

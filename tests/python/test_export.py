@@ -1,4 +1,4 @@
-"""Tests of tools/partd_export.py: graph export, sizes, shared parameters,
+"""Tests of partd.exporter (python/partd/exporter.py): graph export, sizes, shared parameters,
 module ownership, timing switch, device specs, module info, command line."""
 
 import io
@@ -13,10 +13,10 @@ torch = pytest.importorskip("torch")
 torchvision = pytest.importorskip("torchvision")
 
 import models  # noqa: E402
-import partd_export as pe  # noqa: E402
-from partd_testlib import PYTHON, ROOT  # noqa: E402
+from partd import exporter as pe  # noqa: E402
+from partd_testlib import PYPKG, PYTHON, ROOT  # noqa: E402
 
-EXPORTER = os.path.join(ROOT, "tools", "partd_export.py")
+EXPORTER = ["-m", "partd.exporter"]
 
 
 def _nodes(graph):
@@ -262,8 +262,10 @@ def test_module_info_stats(gpt2_module_info, gpt2_tiny):
         assert len(s["slopes"]) == len(s["intercepts"]) == s["n_segments"]
         if s["n_segments"]:
             assert len(s["breakpoints"]) == s["n_segments"] + 1
-        if s["is_leaf"]:
-            assert "sac_stats" not in s and s["n_segments"] == 0
+        # every module that keeps activations has a trade-off, leaves too
+        # (PyTorch's SACEstimator measures them; sac_milp never picks them)
+        if s["act_fw_per_module"] > 0:
+            assert s["n_segments"] >= 1 and s["sac_stats"]["func_names"], s["fqn"]
     root = stats["GPT2"]
     assert root["param_per_module"] == sum(p.numel() * 4 for p in gpt2_tiny.parameters())
     assert stats["GPT2.h.0.attn.c_attn"]["is_leaf"] is True
@@ -285,7 +287,8 @@ def test_sac_stats_indices_are_in_range(gpt2_module_info):
         for key in ("view_like_ops", "rand_ops", "saved_autograd_ops"):
             assert all(0 <= i < n for i in ops[key]), key
         assert all(0 <= a < n and 0 <= b < n for a, b in ops["inplace_ops"])
-        assert ops["saved_autograd_ops"], s["fqn"]
+        if s["act_fw_per_module"] > 0:
+            assert ops["saved_autograd_ops"], s["fqn"]
 
 
 def test_tradeoff_model_bounds_the_curve_from_above():
@@ -319,8 +322,8 @@ def test_greedy_order_discards_most_memory_per_ms_first():
 
 
 def _export(*args):
-    return subprocess.run([PYTHON, EXPORTER, *args], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+    return subprocess.run([PYTHON, *EXPORTER, *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": PYPKG})
 
 
 def test_cli_writes_a_request(tmp_path):
@@ -496,8 +499,7 @@ def test_every_module_holding_activations_has_a_tradeoff(case, attention_module_
                                 hidden_dim=32, mlp_dim=64, num_classes=10)
         info = pe.gather_module_info(vit, torch.randn(1, 3, 32, 32), timing_runs=1)
     for s in info["mod_stats"]:
-        # leaves are never checkpointing candidates (one operation each)
-        if not s["is_leaf"] and s["act_fw_per_module"] > 0:
+        if s["act_fw_per_module"] > 0:
             assert s["n_segments"] >= 1 and s["sac_memory"] > 0, s["fqn"]
 
 
@@ -566,7 +568,9 @@ def test_timing_runs_is_honoured(monkeypatch, runs):
     assert g["nodes"][-1]["meta"]["timing"]["runs"] == runs
     linear = g["nodes"][1]
     assert linear["latency_ms"] == pytest.approx(1.0)
+    # its input needs no gradient: the backward is its weight gradient
     assert linear["backward_ms"] == pytest.approx(1.0)
+    assert linear["weight_grad_ms"] == pytest.approx(1.0)
 
 
 def test_backward_ms_is_measured_per_node(monkeypatch, gpt2_tiny):
@@ -574,13 +578,17 @@ def test_backward_ms_is_measured_per_node(monkeypatch, gpt2_tiny):
     g = pe.export_graph(gpt2_tiny, torch.zeros(1, 16, dtype=torch.long), timing_runs=2)
     nodes = _nodes(g)
     for n in g["nodes"]:
-        assert n["backward_ms"] >= 0, n["name"]
-    # gradients flow: one timed backward (1 ms on the fake clock)
-    for name in ("wte", "h_0_attn_c_attn", "softmax", "add_1", "lm_head"):
-        assert nodes[name]["backward_ms"] == pytest.approx(1.0), name
+        assert 0 <= n["weight_grad_ms"] <= n["backward_ms"], n["name"]
+    # 1 ms on the fake clock per timed gradient: the inputs' and, apart,
+    # the weights'
+    expected = {"wte": (1, 1), "h_0_attn_c_attn": (2, 1), "lm_head": (2, 1),
+                "softmax": (1, 0), "add_1": (1, 0)}
+    for name, (backward, weight) in expected.items():
+        assert nodes[name]["backward_ms"] == pytest.approx(backward), name
+        assert nodes[name]["weight_grad_ms"] == pytest.approx(weight), name
     # no gradient: integer positions, shapes, the placeholder
     for name in ("idx", "positions_like", "size", "output"):
-        assert nodes[name]["backward_ms"] == 0, name
+        assert nodes[name]["backward_ms"] == nodes[name]["weight_grad_ms"] == 0, name
 
 
 def test_real_backward_times_are_positive():
@@ -588,7 +596,9 @@ def test_real_backward_times_are_positive():
                         timing=True, timing_runs=1)
     nodes = _nodes(g)
     assert nodes["conv1"]["backward_ms"] > 0 and nodes["fc"]["backward_ms"] > 0
-    assert g["nodes"][-1]["meta"]["timing"]["backward_mode"] == "train"
+    assert 0 < nodes["fc"]["weight_grad_ms"] <= nodes["fc"]["backward_ms"]
+    timing = g["nodes"][-1]["meta"]["timing"]
+    assert timing["mode"] == "train" and timing["autograd"] is True
 
 
 def test_no_backward_and_no_timing_leave_backward_ms_out(resnet18_graph):
@@ -672,7 +682,7 @@ def test_untraceable_model_is_one_line_and_exit_2(tmp_path, factory, args, messa
     proc = _export(f"{model}:{factory}", *args, "--devices", "1GiB")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("partd_export: ")
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("partd-export: ")
     assert message in proc.stderr
     assert proc.stdout == ""
 
@@ -754,6 +764,8 @@ def test_schema_rejects_bad_training_options(request_validator):
     (["--training-microbatches", "4"], "need --mode training"),
     (["--mode", "training", "--microbatches", "4"], "--training-microbatches"),
     (["--mode", "pipeline", "--training-checkpoint", "auto"], "need --mode training"),
+    (["--mode", "size_based", "--stages", "1"], "which --mode size_based does not read"),
+    (["--mode", "training", "--sac"], "which --mode training does not read"),
 ])
 def test_cli_training_flags_need_training_mode(args, message):
     err = io.StringIO()
@@ -769,7 +781,11 @@ def test_cli_training_flags_need_training_mode(args, message):
                                         ("--training-unit-depth", "x"),
                                         ("--training-backward-factor", "-1"),
                                         ("--training-param-factor", "0"),
-                                        ("--training-checkpoint", "sometimes")])
+                                        ("--training-checkpoint", "sometimes"),
+                                        ("--training-schedule", "Zigzag"),
+                                        ("--training-schedule", "1F1B,Zigzag"),
+                                        ("--training-virtual-stages", "9"),
+                                        ("--training-weight-grad-fraction", "1.5")])
 def test_cli_rejects_bad_training_values(flag, value):
     err = io.StringIO()
     with redirect_stderr(err), redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as e:
@@ -786,3 +802,194 @@ def test_model_file_that_fails_to_load_is_one_line_and_exit_2(tmp_path):
         assert proc.returncode == 2
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
         assert message in proc.stderr
+
+
+# -- truth and speed of the measurements ------------------------------------------
+
+
+def test_weight_gradient_is_timed_apart_from_the_input_gradient(monkeypatch):
+    clock = _FakeClock()
+    monkeypatch.setattr(pe, "_perf_counter", clock)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    params = {id(p) for p in model.parameters()}
+    asked = []  # (clock readings so far, what each gradient is taken for)
+    real_grad = torch.autograd.grad
+
+    def grad(outputs, inputs, *args, **kwargs):
+        asked.append((clock.calls, ["weight" if id(t) in params else "input" for t in inputs]))
+        return real_grad(outputs, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "grad", grad)
+    x = torch.randn(3, 4, requires_grad=True)  # an input that needs its gradient
+    g = pe.export_graph(model, x, timing_runs=3, timing_budget_ms=0)
+    linear = _nodes(g)["_0"]
+    # per run: forward (readings 1-2), input gradient (3-4), weight gradient (5-6)
+    assert clock.calls == 6 * 3
+    assert asked == [(6 * r + k, kind) for r in range(3)
+                     for k, kind in ((3, ["input"]), (5, ["weight", "weight"]))]
+    assert linear["backward_ms"] == pytest.approx(2.0)
+    assert linear["weight_grad_ms"] == pytest.approx(1.0)
+
+
+def test_real_weight_gradient_times():
+    g = pe.export_graph(models.gpt2_tiny(), torch.zeros(2, 16, dtype=torch.long),
+                        timing_runs=1)
+    for n in g["nodes"]:
+        assert 0 <= n["weight_grad_ms"] <= n["backward_ms"], n["name"]
+        if n["op"] in ("call_function", "call_method"):
+            assert n["weight_grad_ms"] == 0, n["name"]
+    assert _nodes(g)["h_0_mlp_c_fc"]["weight_grad_ms"] > 0
+
+
+def test_batch_size_is_the_traced_batch():
+    model = models.gpt2_tiny()
+    assert pe.export_graph(model, torch.zeros(3, 8, dtype=torch.long),
+                           timing=False)["batch_size"] == 3
+    assert pe.export_graph(model, torch.zeros(3, 8, dtype=torch.long), timing=False,
+                           batch_size=12)["batch_size"] == 12
+    assert "batch_size" not in pe.export_graph(torch.nn.Identity(), torch.tensor(1.0),
+                                               timing=False)
+    with pytest.raises(ValueError, match="batch_size"):
+        pe.export_graph(model, torch.zeros(3, 8, dtype=torch.long), timing=False,
+                        batch_size=0)
+    code = pe.main(["torch.nn:Identity", "--input", "5,2", "--graph-only", "--no-timing",
+                    "--batch-size", "20", "-o", os.devnull])
+    assert code == 0
+
+
+def test_cli_writes_the_batch_size(tmp_path):
+    out = tmp_path / "g.json"
+    assert pe.main(["torch.nn:Identity", "--input", "5,2", "--graph-only", "--no-timing",
+                    "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["batch_size"] == 5
+    assert pe.main(["torch.nn:Identity", "--input", "5,2", "--graph-only", "--no-timing",
+                    "--batch-size", "20", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["batch_size"] == 20
+
+
+def _forward_calls(model):
+    calls = []
+    for m in model.modules():
+        if not list(m.children()):
+            m.register_forward_hook(lambda *a: calls.append(1))
+    return calls
+
+
+@pytest.mark.parametrize("mode,backward", [("pipeline", False), ("size_based", False),
+                                           ("training", True)])
+def test_backward_is_timed_only_where_the_mode_reads_it(mode, backward):
+    req = pe.export_request(torch.nn.Sequential(torch.nn.Linear(4, 2)), torch.randn(3, 4),
+                            "1GiB", {"mode": mode}, timing_runs=1)
+    linear = req["graph"]["nodes"][1]
+    assert ("backward_ms" in linear) is backward
+    assert ("weight_grad_ms" in linear) is backward
+    timing = req["graph"]["nodes"][-1]["meta"]["timing"]
+    assert timing["autograd"] is backward
+    assert timing["mode"] == ("train" if backward else "eval")
+
+
+def test_cli_skips_backward_timing_outside_training(tmp_path):
+    out = tmp_path / "r.json"
+    for args, backward in ((["--mode", "pipeline"], False), ([], False),
+                           (["--mode", "training"], True), (["--graph-only"], True)):
+        devices = [] if "--graph-only" in args else ["--devices", "1GiB"]
+        assert pe.main(["torch.nn:Linear", "--kwargs", '{"in_features": 4, "out_features": 2}',
+                        "--input", "3,4", "--timing-runs", "1", *devices, *args,
+                        "-o", str(out)]) == 0
+        doc = json.loads(out.read_text())
+        nodes = doc.get("graph", doc)["nodes"]
+        assert ("backward_ms" in nodes[1]) is backward, args
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_each_node_runs_once_per_timed_run(backward):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    calls = _forward_calls(model)
+    pe.export_graph(model, torch.randn(3, 4), timing_runs=3, timing_budget_ms=0,
+                    backward=backward)
+    # 2 modules x (the recording forward + 3 timed runs), no warm-ups
+    assert len(calls) == 2 * (1 + 3)
+
+
+def test_a_spent_budget_stops_the_runs(monkeypatch):
+    monkeypatch.setattr(pe, "_perf_counter", _FakeClock())  # every run takes 1 ms
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    calls = _forward_calls(model)
+    g = pe.export_graph(model, torch.randn(3, 4), timing_runs=5, timing_budget_ms=0.5,
+                        backward=False)
+    assert len(calls) == 2 * (1 + 1)
+    assert g["nodes"][-1]["meta"]["timing"]["budget_ms"] == 0.5
+    calls.clear()
+    pe.gather_module_info(model, torch.randn(3, 4), timing_runs=5, timing_budget_ms=0.5)
+    # one measured step (it took more than the budget) and the recording one
+    assert len(calls) == 2 * 2
+
+
+def test_module_info_steps(monkeypatch):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    calls = _forward_calls(model)
+    pe.gather_module_info(model, torch.randn(3, 4), timing_runs=3, timing_budget_ms=0)
+    # three measured training steps and one recording the aten operations
+    assert len(calls) == 2 * (3 + 1)
+
+
+def test_timing_uses_every_cpu_thread_and_restores_the_count():
+    seen = []
+
+    class Probe(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), Probe())
+    model[0].register_forward_hook(lambda *a: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        g = pe.export_graph(model, torch.randn(3, 4), timing_runs=1)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert seen and set(seen) == {pe.cpu_threads()}
+    assert g["nodes"][-1]["meta"]["timing"]["threads"] == pe.cpu_threads()
+
+
+def test_measuring_leaves_buffers_and_the_random_generator_as_they_were():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4),
+                                torch.nn.Dropout(0.5))
+    x = torch.randn(8, 4)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.random.get_rng_state()
+    pe.export_graph(model, x, timing_runs=2, module_info=True)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, state[k]), k
+    assert torch.equal(torch.random.get_rng_state(), rng)
+    assert model.training  # and its mode
+
+
+def test_module_names_agree_between_nodes_and_module_stats(gpt2_graph, gpt2_module_info):
+    """mod_stats names are PyTorch's (the root's class, then the fqn); a
+    node's `module` is the fqn itself: Root + "." + module is a module."""
+    fqns = {s["fqn"] for s in gpt2_module_info["mod_stats"]}
+    root = gpt2_module_info["mod_order"]["fw_pre_order"][0]
+    for n in gpt2_graph["nodes"]:
+        if "module" in n:
+            assert f"{root}.{n['module']}" in fqns, n["name"]
+
+
+def test_cli_v3_training_options(tmp_path):
+    out = tmp_path / "req.json"
+    code = pe.main(["torch.nn:Identity", "--input", "2,2", "--devices", "2x1GiB", "--no-timing",
+                    "--mode", "training", "--training-schedule", "Interleaved1F1B,ZBVZeroBubble",
+                    "--training-virtual-stages", "2", "--training-weight-grad-fraction", "0.25",
+                    "-o", str(out)])
+    assert code == 0
+    assert json.loads(out.read_text())["options"]["training"] == {
+        "schedule": ["Interleaved1F1B", "ZBVZeroBubble"], "virtual_stages": 2,
+        "weight_grad_fraction": 0.25}
+    for schedule in ("DualPipeV", "auto", "1f1b"):
+        assert pe.main(["torch.nn:Identity", "--input", "2,2", "--devices", "1GiB", "--no-timing",
+                        "--mode", "training", "--training-schedule", schedule,
+                        "-o", str(out)]) == 0
+        assert json.loads(out.read_text())["options"]["training"] == {"schedule": schedule}

@@ -37,8 +37,8 @@ from torch.fx.experimental.partitioner_utils import (  # noqa: E402
 )
 from torch.fx.passes.graph_manipulation import size_bytes  # noqa: E402
 
-import partd_export as pe  # noqa: E402
-from partd_testlib import ROOT, run_plan  # noqa: E402
+from partd import exporter as pe  # noqa: E402
+from partd_testlib import ROOT, run_exported  # noqa: E402
 
 OPS = ("call_module", "call_function", "call_method")
 
@@ -133,7 +133,7 @@ def _pytorch_partition(gm, model, devices, monkeypatch, extended=False):
 
 def _partd_plan(binary, ex, devices):
     request = {"graph": ex.graph, "devices": devices, "options": {"mode": "size_based"}}
-    status, result, problem, stderr = run_plan(binary, request)
+    status, result, problem, stderr = run_exported(binary, request)
     if status != 0:
         return status, problem or stderr
     return 0, sorted((frozenset(p["nodes"]), tuple(sorted(p["logical_ids"])))

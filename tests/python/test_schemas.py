@@ -129,6 +129,7 @@ CONTRACT = {
     ("/v1/jobs/{id}", "delete"): {"200", "409"},
     ("/v1/jobs/{id}/result", "get"): {"200", "304", "409"},
     ("/v1/jobs/{id}/plan.svg", "get"): {"200", "304", "401", "404", "409"},
+    ("/v1/jobs/{id}/export/{format}", "get"): {"200", "304", "401", "404", "409", "422"},
     ("/", "get"): {"200"},
     ("/livez", "get"): {"200"},
     ("/readyz", "get"): {"200", "503"},
@@ -225,7 +226,7 @@ VALID = {
         r["graph"]["nodes"][0].update(meta={"anything": [1, {"x": None}]}),
         r["devices"][0].update(meta={"rack": 3}))),
     "every-option": _with(lambda r: r.update(options={
-        "mode": "size_based", "transfer_bytes_per_sec": 2.5e10,
+        "mode": "pipeline", "transfer_bytes_per_sec": 2.5e10,
         "pipeline": {"stages": 1, "balance_by": "memory", "cut_after": [],
                      "schedule": "1f1b", "microbatches": 8, "param_factor": 4.0}})),
     "params-instead-of-param-bytes": _with(lambda r: r["graph"]["nodes"][1].update(
@@ -235,7 +236,10 @@ VALID = {
     "integers-written-with-a-fraction-part": _with(lambda r: (
         r["graph"]["nodes"][1].update(output_bytes=64.0),
         r["devices"][0].update(logical_id=3.0),
-        r["options"].update(pipeline={"microbatches": 2.0}))),
+        r["options"].update(mode="pipeline", pipeline={"microbatches": 2.0}))),
+    "batch-size": _with(lambda r: r["graph"].update(batch_size=8)),
+    "training-with-its-block": _with(lambda r: r.update(options={
+        "mode": "training", "training": {"microbatches": 1}, "result": {"detail": "full"}})),
     "slowest-speed-and-rate": _with(lambda r: (
         r["devices"][0].update(speed=1e-9),
         r["options"].update(transfer_bytes_per_sec=1))),
@@ -247,7 +251,7 @@ INVALID = {
                             "/graph/nodes/1/shape"),
     "unknown-option": (_with(lambda r: r["options"].update(fast=True)), "/options/fast"),
     "unknown-pipeline-option": (_with(lambda r: r["options"].update(
-        pipeline={"stage": 2})), "/options/pipeline/stage"),
+        mode="pipeline", pipeline={"stage": 2})), "/options/pipeline/stage"),
     "unknown-device-member": (_with(lambda r: r["devices"][0].update(memory=1)),
                               "/devices/0/memory"),
     "meta-not-an-object": (_with(lambda r: r["graph"]["nodes"][0].update(meta=[])),
@@ -268,7 +272,7 @@ INVALID = {
     "bad-mode": (_with(lambda r: r["options"].update(mode="greedy")), "/options/mode"),
     "zero-speed": (_with(lambda r: r["devices"][0].update(speed=0)), "/devices/0/speed"),
     "zero-microbatches": (_with(lambda r: r["options"].update(
-        pipeline={"microbatches": 0})), "/options/pipeline/microbatches"),
+        mode="pipeline", pipeline={"microbatches": 0})), "/options/pipeline/microbatches"),
     "param-without-bytes": (_with(lambda r: r["graph"]["nodes"][1].update(
         params=[{"name": "w"}])), "/graph/nodes/1/params/0/bytes"),
     "negative-latency": (_with(lambda r: r["graph"]["nodes"][1].update(latency_ms=-1)),
@@ -278,11 +282,24 @@ INVALID = {
     "a-fraction-of-a-byte": (_with(lambda r: r["graph"]["nodes"][1].update(
         output_bytes=4096.5)), "/graph/nodes/1/output_bytes"),
     "fractional-microbatches": (_with(lambda r: r["options"].update(
-        pipeline={"microbatches": 2.5})), "/options/pipeline/microbatches"),
+        mode="pipeline", pipeline={"microbatches": 2.5})), "/options/pipeline/microbatches"),
     "speed-so-small-times-overflow": (_with(lambda r: r["devices"][0].update(speed=1e-308)),
                                       "/devices/0/speed"),
     "rate-below-one-byte-per-second": (_with(lambda r: r["options"].update(
         transfer_bytes_per_sec=0.5)), "/options/transfer_bytes_per_sec"),
+    "zero-batch-size": (_with(lambda r: r["graph"].update(batch_size=0)),
+                        "/graph/batch_size"),
+    "integer-too-big-for-any-integer-type": (_with(lambda r: r["graph"]["nodes"][1].update(
+        output_bytes=10 ** 20)), "/graph/nodes/1/output_bytes"),
+    # each mode reads only its own options block
+    "pipeline-block-under-training": (_with(lambda r: r.update(options={
+        "mode": "training", "pipeline": {"microbatches": 16}})), "/options/pipeline"),
+    "pipeline-block-under-size_based": (_with(lambda r: r["options"].update(
+        pipeline={"stages": 1})), "/options/pipeline"),
+    "training-block-under-the-default-mode": (_with(lambda r: r.update(options={
+        "training": {"microbatches": 4}})), "/options/training"),
+    "sac-under-training": (_with(lambda r: r.update(options={
+        "mode": "training", "sac": {}})), "/options/sac"),
 }
 
 
@@ -323,6 +340,17 @@ def test_infeasible_sac_budget_problem_validates(validator, partd_plan_bin):
     assert _errors(validator, "problem", problem) == []
     assert problem["type"] == "urn:partd:problem:infeasible"
     assert problem["min_peak_memory_bytes"] > 1
+
+
+def test_warnings_of_a_real_plan_validate(validator, partd_plan_bin):
+    """A training plan whose microbatches exceed graph.batch_size has a
+    `warnings` list; the schema documents it."""
+    request = _with(lambda r: (r["graph"].update(batch_size=1), r.update(options={
+        "mode": "training", "training": {"microbatches": 2}})))
+    status, result, _, stderr = run_plan(partd_plan_bin, request)
+    assert status == 0, stderr
+    assert [w["code"] for w in result["warnings"]] == ["microbatches-above-batch"]
+    assert _errors(validator, "result", result) == []
 
 
 def test_result_of_a_real_plan_validates(validator, partd_plan_bin):

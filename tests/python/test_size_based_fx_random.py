@@ -112,6 +112,7 @@ def partd_partition(req, tmp_path):
             for p in res["partitions"]]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(PARTD), reason="partd binary not built")
 @pytest.mark.parametrize("seed,max_ops", [(20261121, 12), (7, 12), (99, 40)])
 def test_random_graphs_match_pytorch(tmp_path, seed, max_ops):

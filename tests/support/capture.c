@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "partd.h"
+#include "core/fs.h"
+#include "partd/partd.h"
 #include "testutil.h"
-#include "util.h"
 
 int tu_run_captured(tu_command_fn cmd, int argc, char **argv, const char *stdin_file,
                     const char *stdout_file, const char *stderr_file)
@@ -76,5 +76,5 @@ char *tu_read_text(const char *file)
 {
     char *buf = NULL;
     size_t len = 0;
-    return partd_read_file(file, 1 << 24, &buf, &len) == PARTD_OK ? buf : NULL;
+    return partd_fs_read_file(file, 1 << 24, &buf, &len) == PARTD_OK ? buf : NULL;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "partd.h"
+#include "partd/partd.h"
 
 static void u32s(FILE *f, const char *what, const uint32_t *a, size_t n)
 {
@@ -54,6 +54,7 @@ char *tu_request_dump(const partd_request *r)
     uint32_t n = g->n_nodes;
     fprintf(f, "nodes %u ops %u output %u topo %d params %u\n", n, g->n_ops, g->output_node,
             g->order_was_topological, g->n_params);
+    fprintf(f, "batch_size %lld\n", (long long)g->batch_size);
     u8s(f, "op", g->op, n);
     u32s(f, "name", g->name, n);
     u32s(f, "target", g->target, n);
@@ -65,6 +66,8 @@ char *tu_request_dump(const partd_request *r)
     f64s(f, "mem_latency", g->mem_latency_ms, n);
     f64s(f, "backward", g->backward_ms, n);
     u8s(f, "has_backward", g->has_backward, n);
+    f64s(f, "weight_grad", g->weight_grad_ms, n);
+    u8s(f, "has_weight_grad", g->has_weight_grad, n);
     u8s(f, "has_params", g->has_params, n);
     u32s(f, "in_off", g->in_off, n + 1);
     u32s(f, "in_idx", g->in_idx, g->in_off ? g->in_off[n] : 0);
@@ -89,9 +92,10 @@ char *tu_request_dump(const partd_request *r)
     u32s(f, "ac_units", o->sac.ac_units, o->sac.n_ac_units);
     u32s(f, "fsdp_units", o->sac.fsdp_units, o->sac.n_fsdp_units);
     const partd_training_options *t = &o->training;
-    fprintf(f, "training %d %u %u %d %d %u %a %a\n", (int)t->schedule, t->microbatches,
-            t->stages, t->device_order_auto, (int)t->checkpoint, t->unit_depth,
-            t->backward_factor, t->param_factor);
+    fprintf(f, "training %x %d %u %a %u %u %d %d %u %a %a\n", t->schedules, t->schedule_named,
+            t->virtual_stages, t->weight_grad_fraction, t->microbatches, t->stages,
+            t->device_order_auto, (int)t->checkpoint, t->unit_depth, t->backward_factor,
+            t->param_factor);
     fprintf(f, "modules %s\ngraph_hash %s\ncache_key %s\n", r->modules ? "yes" : "no",
             r->graph_hash, r->cache_key);
     if (fclose(f) != 0) {

@@ -9,8 +9,8 @@
 #ifndef PARTD_TEST_REQUEST_DUMP_H
 #define PARTD_TEST_REQUEST_DUMP_H
 
-#include "model.h"
-#include "problem.h"
+#include "partd/model.h"
+#include "partd/problem.h"
 
 char *tu_request_dump(const partd_request *r);
 

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "serve.h"
+#include "serve/serve.h"
 
 static int reap(pid_t pid)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "partd.h"
-#include "result.h"
+#include "partd/partd.h"
+#include "partd/result.h"
 
 partd_request *tu_decode_ok(const char *json)
 {
@@ -44,6 +44,15 @@ void tu_assert_error(const partd_problem *pb, const char *pointer, const char *n
     for (uint32_t i = 0; i < pb->n_errors; i++)
         fprintf(stderr, "  %s: %s\n", pb->errors[i].pointer, pb->errors[i].message);
     fail();
+}
+
+int64_t tu_problem_member(const partd_problem *pb, const char *name)
+{
+    for (uint32_t i = 0; i < pb->n_members; i++)
+        if (strcmp(pb->members[i].name, name) == 0)
+            return pb->members[i].value;
+    fail_msg("the problem has no member %s", name);
+    return -1;
 }
 
 char *tu_plan_json(const char *request_json, int *rc, partd_problem *pb)

@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "decode.h"
-#include "plan.h"
-#include "problem.h"
+#include "partd/decode.h"
+#include "partd/plan.h"
+#include "partd/problem.h"
 
 /* Decodes text that must be valid; fails the test otherwise. */
 partd_request *tu_decode_ok(const char *json);
@@ -25,6 +25,10 @@ void tu_decode_fail(const char *json, int expected_rc, partd_problem *pb);
 /* Asserts the problem has an error at `pointer` whose message contains
  * `needle`. */
 void tu_assert_error(const partd_problem *pb, const char *pointer, const char *needle);
+
+/* The problem's integer extension member `name` (fails the test when it
+ * has none). */
+int64_t tu_problem_member(const partd_problem *pb, const char *name);
 
 /* Plans and renders; returns the malloc'd result text, or NULL with *rc set
  * and the problem filled. */
