@@ -46,16 +46,16 @@ $EXPORT tests/python/models.py:gpt2 --input 1,64:int64 --timing-runs 2 \
     --mode pipeline --balance-by time --schedule 1f1b --microbatches 8 \
     --param-factor 4 -o examples/gpt2-small/request.json
 
-# GPT-2 small, 1 x 64 tokens, one training step planned jointly (mode
-# training): measured backward_ms per node, module fqns for the units, 1F1B
-# over 8 microbatches (training takes the graph as the whole batch, so each
-# microbatch is an eighth of the one sequence traced: --input 8,64:int64
-# would give a batch a runtime splits into 8, and other figures than the
-# README's); partd picks the stage count, which of two fast 2 GiB
-# and two half-speed 1 GiB devices run the stages and in which order, and
-# which units to checkpoint (weights + grads + Adam moments, param_factor 4,
-# come to 2091 MiB for the whole model: more than any one device holds).
-$EXPORT tests/python/models.py:gpt2 --input 1,64:int64 --timing-runs 3 \
+# GPT-2 small, one training step of 8 sequences of 64 tokens planned jointly
+# (mode training): measured backward_ms and weight_grad_ms per node, module
+# fqns for the units, 1F1B over 8 microbatches of one sequence each
+# (training takes the graph as the whole batch and divides it by M; the
+# exporter records the batch it traced as graph.batch_size); partd picks the
+# stage count, which of two fast 2 GiB and two half-speed 1 GiB devices run
+# the stages and in which order, and which units to checkpoint (weights +
+# grads + Adam moments, param_factor 4, come to 2091 MiB for the whole
+# model: more than any one device holds).
+$EXPORT tests/python/models.py:gpt2 --input 8,64:int64 --timing-runs 3 \
     --devices fast0=2GiB,fast1=2GiB,slow0=1GiB@0.5,slow1=1GiB@0.5 \
     --mode training --training-schedule 1f1b --training-microbatches 8 \
     --training-stages auto --training-device-order auto --training-checkpoint auto \

@@ -230,8 +230,10 @@ def test_megatron_layout_parses_and_counts_every_layer_once(name, ranks, v, m):
 
 
 def test_megatron_refuses_a_gpt2_plan_with_its_embedding_split():
-    result = json.load(open(os.path.join(EXAMPLES, "gpt2-training", "result.json")))
-    doc = problem(export(result, "megatron"))
+    # GPT-2's token and position embeddings, the second after the cut: both
+    # come before the first layer, so both belong to Megatron's E on stage 0.
+    units = [["wte"], ["wpe", "h.0", "h.1"], ["h.2", "h.3"], ["h.4", "ln_f", "lm_head"]]
+    doc = problem(export(training_result("1F1B", 4, 1, 8, units), "megatron"))
     pointers = {e["pointer"] for e in doc["errors"]}
     assert "/partitions/1/units/0" in pointers  # wpe, after the cut
 
