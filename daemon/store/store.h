@@ -79,7 +79,8 @@ void partd_store_close(partd_store *s);
 const char *partd_store_kind(const partd_store *s);
 
 /* Caps the store's size at about max_bytes (0 = no cap; never below its
- * current size): writes past it fail as on a full disk. PARTD_OK or
+ * current size; sqlite: the database file and its write-ahead log
+ * together): writes past it fail as on a full disk. PARTD_OK or
  * PARTD_EIO. */
 int partd_store_limit_size(partd_store *s, uint64_t max_bytes);
 

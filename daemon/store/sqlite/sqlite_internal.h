@@ -70,8 +70,16 @@ typedef struct partd__sqlite_store {
     pthread_t checkpoint_thread;
     int checkpoint_running;
     pthread_mutex_t stop_lock;
-    pthread_cond_t stop_cond;
+    pthread_cond_t stop_cond; /* wakes the checkpointer: stopping or wanted */
     int stopping;
+    int checkpoint_wanted;    /* the WAL passed a quarter of its bound */
+    char wal_path[4200];
+    int page_size;
+    /* The WAL's bound: past it the writer checkpoints after its commit (and
+     * journal_size_limit cuts the file back), so that the log stays near it
+     * whatever runs; a quarter of it wakes the checkpoint thread first. */
+    atomic_uint_fast64_t wal_limit;
+    uint64_t max_bytes;       /* --store-max-bytes, 0 = none */
     atomic_uint next_reader;
     atomic_int healthy; /* 0 after a failed write, 1 after a successful one */
 } partd__sqlite_store;
