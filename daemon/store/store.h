@@ -84,6 +84,17 @@ const char *partd_store_kind(const partd_store *s);
  * PARTD_EIO. */
 int partd_store_limit_size(partd_store *s, uint64_t max_bytes);
 
+/* Bytes the store can still take before its size cap (partd_store_limit_size):
+ * UINT64_MAX when it has none. PARTD_OK or PARTD_EIO. */
+int partd_store_room(partd_store *s, uint64_t *bytes);
+
+/* About what storing the next job takes, for readiness: twice the largest
+ * request body or result written through s so far (a write-ahead log holds
+ * it before the database file does), and at least
+ * PARTD_STORE_JOB_MIN_BYTES (a small job, before any was written). */
+#define PARTD_STORE_JOB_MIN_BYTES ((uint64_t)64 << 10)
+uint64_t partd_store_job_bytes(partd_store *s);
+
 /* 1 while the last write succeeded. */
 int partd_store_healthy(partd_store *s);
 

@@ -38,6 +38,8 @@ typedef struct partd_store_ops {
     void (*close)(void *state);
 
     int (*limit_size)(void *state, uint64_t max_bytes);
+    /* As partd_store_room; NULL when the backend has no size cap. */
+    int (*room)(void *state, uint64_t *bytes);
     int (*healthy)(void *state);
     int (*probe)(void *state);
     /* Round trips to a database server so far; NULL when there are none. */

@@ -79,7 +79,8 @@ typedef struct partd__sqlite_store {
      * journal_size_limit cuts the file back), so that the log stays near it
      * whatever runs; a quarter of it wakes the checkpoint thread first. */
     atomic_uint_fast64_t wal_limit;
-    uint64_t max_bytes;       /* --store-max-bytes, 0 = none */
+    /* Pages the database file may hold (max_page_count), 0 = no cap. */
+    atomic_uint_fast64_t max_pages;
     atomic_uint next_reader;
     atomic_int healthy; /* 0 after a failed write, 1 after a successful one */
 } partd__sqlite_store;
@@ -91,6 +92,7 @@ void *partd__sqlite_open(const char *url, const char *data_dir, char *err, size_
                          int *exit_code);
 void partd__sqlite_close(void *state);
 int partd__sqlite_limit_size(void *state, uint64_t max_bytes);
+int partd__sqlite_room(void *state, uint64_t *bytes);
 int partd__sqlite_healthy(void *state);
 int partd__sqlite_probe(void *state);
 

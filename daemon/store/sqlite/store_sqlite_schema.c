@@ -583,17 +583,41 @@ int partd__sqlite_limit_size(void *state, uint64_t max_bytes)
         wal = 4 * page;
     uint64_t db = max_bytes > 2 * wal ? max_bytes - 2 * wal : page;
     partd__sqlite_conn *c = partd__sqlite_writer(s);
-    s->max_bytes = max_bytes;
     int rc = set_wal_limit(s, wal);
     if (rc == SQLITE_OK) {
         char sql[96];
-        /* SQLite keeps at least the pages in use. */
         snprintf(sql, sizeof sql, "PRAGMA max_page_count = %llu",
                  (unsigned long long)(db / page ? db / page : 1));
         rc = partd__sqlite_exec(c, sql);
     }
+    int pages = 0; /* SQLite keeps at least the pages in use */
+    if (rc == SQLITE_OK && (rc = pragma_int(c, "PRAGMA max_page_count", &pages)) == SQLITE_OK)
+        atomic_store(&s->max_pages, (uint64_t)pages);
     partd__sqlite_release(c);
     return rc == SQLITE_OK ? PARTD_OK : PARTD_EIO;
+}
+
+/* The pages the cap leaves, free pages inside the file counted, as of the
+ * last commit (a reader sees it). */
+int partd__sqlite_room(void *state, uint64_t *bytes)
+{
+    partd__sqlite_store *s = state;
+    uint64_t max_pages = atomic_load(&s->max_pages);
+    if (max_pages == 0) {
+        *bytes = UINT64_MAX;
+        return PARTD_OK;
+    }
+    partd__sqlite_conn *c = partd__sqlite_reader(s);
+    int pages = 0, free_pages = 0;
+    int rc = pragma_int(c, "PRAGMA page_count", &pages);
+    if (rc == SQLITE_OK)
+        rc = pragma_int(c, "PRAGMA freelist_count", &free_pages);
+    partd__sqlite_release(c);
+    if (rc != SQLITE_OK)
+        return PARTD_EIO;
+    uint64_t used = (uint64_t)pages - (uint64_t)free_pages;
+    *bytes = used < max_pages ? (max_pages - used) * (uint64_t)s->page_size : 0;
+    return PARTD_OK;
 }
 
 int partd__sqlite_healthy(void *state)

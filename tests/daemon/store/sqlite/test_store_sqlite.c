@@ -349,6 +349,33 @@ static void test_size_cap_counts_the_wal(void **state)
     partd_store_close(s);
 }
 
+/* What readiness weighs: the room left under the cap shrinks as jobs are
+ * written (none without a cap), and what a job needs follows the largest
+ * write (at least PARTD_STORE_JOB_MIN_BYTES). */
+static void test_room_and_job_bytes(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    uint64_t room = 0;
+    assert_int_equal(partd_store_room(s, &room), PARTD_OK);
+    assert_true(room == UINT64_MAX);
+    assert_true(partd_store_job_bytes(s) == PARTD_STORE_JOB_MIN_BYTES);
+    assert_int_equal(partd_store_limit_size(s, (uint64_t)16 << 20), PARTD_OK);
+    uint64_t before = 0;
+    assert_int_equal(partd_store_room(s, &before), PARTD_OK);
+    assert_true(before > ((uint64_t)8 << 20) && before < ((uint64_t)16 << 20));
+    size_t big = (size_t)1 << 20;
+    char *body = calloc(1, big);
+    assert_non_null(body);
+    partd_job_row a = row_of(ID[0], 1000);
+    assert_int_equal(partd_store_insert_job(s, &a, NULL, NULL, body, big), PARTD_OK);
+    free(body);
+    assert_int_equal(partd_store_room(s, &room), PARTD_OK);
+    assert_true(room <= before - big);
+    assert_true(partd_store_job_bytes(s) == 2 * (uint64_t)big);
+    partd_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +391,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wal_stays_bounded_through_many_jobs, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_size_cap_counts_the_wal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_room_and_job_bytes, setup, teardown),
     };
     return cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
 }
