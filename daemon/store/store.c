@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "core/time.h"
 #include "partd/hash.h"
 #include "partd/partd.h"
 #include "store_backend.h"
@@ -265,6 +266,15 @@ void partd_store_listen_reset(partd_store *s)
 int64_t partd_store_count_queued(partd_store *s)
 {
     return s->ops->count_queued(s->state);
+}
+
+int partd_store_now_ms(partd_store *s, int64_t *now_ms)
+{
+    if (!s->ops->now_ms) {
+        *now_ms = partd_time_now_ms();
+        return PARTD_OK;
+    }
+    return s->ops->now_ms(s->state, now_ms);
 }
 
 uint64_t partd_store_round_trips(partd_store *s)

@@ -189,8 +189,14 @@ typedef void (*partd_store_pending_fn)(const partd_job_row *row, const char *bod
                                        size_t len, void *ctx);
 int partd_store_pending(partd_store *s, partd_store_pending_fn fn, void *ctx);
 
+/* The clock the store's times are compared against, in ms since the epoch:
+ * a shared store's database server's (so that replicas whose clocks
+ * disagree still agree on what is old), else this process's. PARTD_OK or
+ * PARTD_EIO (the server is unreachable). */
+int partd_store_now_ms(partd_store *s, int64_t *now_ms);
+
 /* Deletes finished jobs finished before cutoff and results unused since
- * cutoff; fn(cache_key) (fn may be NULL) is called for each deleted result
+ * cutoff (cutoff counted on partd_store_now_ms's clock); fn(cache_key) (fn may be NULL) is called for each deleted result
  * before it goes. The counts are 0 unless it returns PARTD_OK. */
 typedef void (*partd_store_key_fn)(const char *key, void *ctx);
 int partd_store_sweep(partd_store *s, int64_t cutoff_ms, partd_store_key_fn fn, void *ctx,
