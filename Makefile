@@ -80,7 +80,7 @@ DEB_BUILD := build-essential pkg-config ca-certificates \
 DEB_TEST := git libcmocka-dev libcurl4-openssl-dev postgresql \
 	python3 python3-pytest python3-jsonschema python3-yaml python3-torch python3-torchvision \
 	python3-venv python3-setuptools python3-pip python3-wheel \
-	clang libclang-rt-14-dev wrk systemd zstd librsvg2-bin chromium chromium-driver
+	clang libclang-rt-14-dev wrk systemd zstd librsvg2-bin chromium chromium-driver faketime
 
 # Keep objects of test and bench programs between runs.
 .SECONDARY:

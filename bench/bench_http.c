@@ -13,7 +13,10 @@
  *      (If-None-Match -> 304);
  *   3. GET /livez p99 while every planner thread plans a 10^6-node graph
  *      (bench/support/gen.h), checked to be still running afterwards; p99
- *      with 4 connections (a health checker's view) and at full load.
+ *      with 4 connections (a health checker's view) and at full load;
+ *   4. the SQLite store's write-ahead log through many distinct small jobs
+ *      (BENCH_WAL_JOBS, default 3000): its largest size seen after each
+ *      batch and its size at the end (target: at most 32 MiB however many).
  * Settings: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 64).
  * Prints one line per figure; exits non-zero only when it cannot measure.
  */
@@ -26,6 +29,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -310,6 +314,50 @@ static wrk_figures wrk(const char *path, const char *header, int seconds, int co
     return f;
 }
 
+/* ---- the store's write-ahead log ------------------------------------------ */
+
+static long long file_bytes(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+static void measure_wal(const char *dir)
+{
+    int n_jobs = getenv("BENCH_WAL_JOBS") ? atoi(getenv("BENCH_WAL_JOBS")) : 3000;
+    char wal[256], db[256];
+    snprintf(wal, sizeof wal, "%s/partd.db-wal", dir);
+    snprintf(db, sizeof db, "%s/partd.db", dir);
+    enum { BATCH = 32 };
+    long long peak = 0;
+    double t0 = now_s();
+    for (int done = 0; done < n_jobs; done += BATCH) {
+        char ids[BATCH][33];
+        int n = n_jobs - done < BATCH ? n_jobs - done : BATCH;
+        for (int i = 0; i < n; i++) {
+            /* Distinct seeds: no cache hits, every job stores its request
+             * and its result. */
+            partd_gen_spec small = {.n_nodes = 200, .n_devices = 4, .memory_slack = 1.5,
+                                    .mode = "size_based", .seed = (uint64_t)(1000 + done + i)};
+            size_t len;
+            char *req = partd_gen_request(&small, &len);
+            if (!req)
+                die("out of memory generating a request");
+            free(submit(req, len, ids[i]));
+            free(req);
+        }
+        for (int i = 0; i < n; i++)
+            wait_status(ids[i], "succeeded");
+        long long now = file_bytes(wal);
+        if (now > peak)
+            peak = now;
+    }
+    printf("store WAL through %d distinct jobs (%.1f s): largest %.1f MiB, at the end %.1f "
+           "MiB, partd.db %.1f MiB (target <= 32 MiB)\n", n_jobs, now_s() - t0,
+           (double)peak / 1048576.0, (double)file_bytes(wal) / 1048576.0,
+           (double)file_bytes(db) / 1048576.0);
+}
+
 /* ---- the benchmark -------------------------------------------------------- */
 
 static char *submit(const char *body, size_t len, char id[33])
@@ -414,6 +462,7 @@ int main(void)
         snprintf(path, sizeof path, "/v1/jobs/%s", ids[i]);
         free(http("DELETE", path, NULL, 0).body);
     }
+    measure_wal(dir);
     kill(daemon_pid, SIGTERM);
     int st;
     waitpid(daemon_pid, &st, 0);

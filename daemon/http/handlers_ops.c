@@ -1,8 +1,10 @@
 /*
  * handlers_ops.c - the operational endpoints: GET /livez, /readyz,
  * /metrics and /version. /livez and /version are static answers made once
- * at start; readiness looks at the lifecycle phase, the store and the data
- * directory's free space, never at the queue: a full queue is a 429 on
+ * at start; readiness looks at the lifecycle phase, the store (its health
+ * and its room under --store-max-bytes) and the data directory's free
+ * space, both against what a job needs, never at the queue: a full queue
+ * is a 429 on
  * POST, and a replica taken out of service for it would also stop answering
  * the polls of the jobs it holds. See http_internal.h.
  */
@@ -17,9 +19,6 @@
 #ifndef PARTD_BUILD
 #define PARTD_BUILD "unknown"
 #endif
-
-/* Below this much free space in the data directory /readyz says 503. */
-#define READY_MIN_FREE_BYTES ((uint64_t)16 << 20)
 
 static const char LIVEZ_BODY[] = "{\"status\":\"ok\"}\n";
 static const char OUT_OF_MEMORY_BODY[] =
@@ -65,20 +64,31 @@ enum MHD_Result partd__http_version(struct MHD_Connection *c, partd__http_req *r
     return partd__http_send_static(c, rq, h->version);
 }
 
-/* Why the data directory cannot take results now, or NULL: read-only, or
- * less free space than a large result needs (checked on every probe, so
- * readiness returns by itself once space does). */
+/* Why the store cannot take the next job now, or NULL: the data directory
+ * is read-only or has less free space than a job needs, or the store is
+ * within a job of its --store-max-bytes (where POST would answer 503).
+ * What a job needs follows what jobs have written (store.h), so a small
+ * file system serves small jobs. Checked on every probe, so readiness
+ * returns by itself once space does. */
 static const char *store_space_problem(partd_http_context *ctx, char *buf, size_t cap)
 {
+    uint64_t need = partd_store_job_bytes(ctx->store);
+    uint64_t room = 0;
+    if (partd_store_room(ctx->store, &room) == PARTD_OK && room < need) {
+        snprintf(buf, cap, "the store is at its size cap (--store-max-bytes): %llu bytes "
+                 "left, a job needs about %llu", (unsigned long long)room,
+                 (unsigned long long)need);
+        return buf;
+    }
     uint64_t avail = 0;
     int read_only = 0;
     if (partd_fs_space(ctx->settings.data_dir, &avail, &read_only) != PARTD_OK)
         return NULL; /* cannot tell: the store's own health decides */
     if (read_only)
         return "the data directory is on a read-only file system";
-    if (avail < READY_MIN_FREE_BYTES) {
-        snprintf(buf, cap, "the data directory has %llu bytes free (at least %llu needed)",
-                 (unsigned long long)avail, (unsigned long long)READY_MIN_FREE_BYTES);
+    if (avail < need) {
+        snprintf(buf, cap, "the data directory has %llu bytes free (a job needs about %llu)",
+                 (unsigned long long)avail, (unsigned long long)need);
         return buf;
     }
     return NULL;
@@ -86,7 +96,7 @@ static const char *store_space_problem(partd_http_context *ctx, char *buf, size_
 
 static int is_ready(partd_http_context *ctx)
 {
-    char buf[128];
+    char buf[160];
     return atomic_load(&ctx->phase) == PARTD_HTTP_READY && partd_store_healthy(ctx->store) &&
            !store_space_problem(ctx, buf, sizeof buf);
 }
@@ -96,7 +106,7 @@ enum MHD_Result partd__http_readyz(struct MHD_Connection *c, partd__http_req *rq
     partd_http_context *ctx = h->ctx;
     int phase = atomic_load(&ctx->phase);
     const char *why = NULL;
-    char space[128];
+    char space[160];
     /* After a failed write the store stays unhealthy until a write works:
      * with space back, try one now so that readiness returns by itself. */
     if (phase == PARTD_HTTP_READY && !partd_store_healthy(ctx->store) &&

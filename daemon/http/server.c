@@ -108,7 +108,7 @@ void partd_http_cut_slow(partd_http *h)
 /* First call for a request: everything the headers alone decide. Returns
  * 1 when an answer was queued (or the connection must close). */
 static int first_call(struct MHD_Connection *c, partd__http_req *rq, partd_http *h, const char *url,
-                      const char *method, enum MHD_Result *result)
+                      const char *method, const char *version, enum MHD_Result *result)
 {
     rq->routed = 1;
     partd__http_match m;
@@ -117,6 +117,15 @@ static int first_call(struct MHD_Connection *c, partd__http_req *rq, partd_http 
     memcpy(rq->id, m.id, sizeof rq->id);
     snprintf(rq->method, sizeof rq->method, "%s",
              strlen(method) < sizeof rq->method ? method : "other");
+    /* RFC 9112 section 3.2: an HTTP/1.1 request without Host is answered
+     * 400 (HTTP/1.0 had no Host rule); libmicrohttpd lets it through. */
+    if (strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
+        !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)) {
+        *result = partd__http_send_problem(c, rq, 400, "missing-host", "Missing Host header",
+                                           "an HTTP/1.1 request must carry a Host header", NULL,
+                                           NULL, NULL);
+        return 1;
+    }
     if (strncmp(url, "/v1/", 4) == 0 &&
         !partd__http_bearer_ok(h->ctx, MHD_lookup_connection_value(
                                           c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
@@ -147,7 +156,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    (void)version;
     partd_http *h = cls;
     partd__http_req *rq = *con_cls;
     if (!rq) /* the URI callback failed to allocate */
@@ -156,7 +164,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES; /* answered already; libmicrohttpd drains or closes */
     if (!rq->routed) {
         enum MHD_Result result = MHD_YES;
-        if (first_call(c, rq, h, url, method, &result)) {
+        if (first_call(c, rq, h, url, method, version, &result)) {
             set_phase(h, rq->conn, PARTD_HTTP_CONN_ANSWERING);
             return result;
         }

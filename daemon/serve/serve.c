@@ -22,7 +22,6 @@
 #include "config.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/time.h"
 #include "datadir.h"
 #include "http/http.h"
 #include "jobs/cache.h"
@@ -101,7 +100,12 @@ static void forget_cached(const char *key, void *ctx)
 static void on_sweep(uv_timer_t *t)
 {
     server *s = t->data;
-    int64_t cutoff = partd_time_now_ms() - (int64_t)s->cfg.retention_hours * 3600 * 1000;
+    /* On the store's clock: replicas sharing it agree on what is old even
+     * when their own clocks do not. Unreachable: the next sweep does it. */
+    int64_t now = 0;
+    if (partd_store_now_ms(s->svc.store, &now) != PARTD_OK)
+        return;
+    int64_t cutoff = now - (int64_t)s->cfg.retention_hours * 3600 * 1000;
     unsigned jobs = 0, results = 0;
     if (partd_store_sweep(s->svc.store, cutoff, forget_cached, s->svc.cache, &jobs, &results) ==
             PARTD_OK &&

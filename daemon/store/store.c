@@ -5,12 +5,14 @@
  */
 #include "store.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "core/log.h"
+#include "core/time.h"
 #include "partd/hash.h"
 #include "partd/partd.h"
 #include "store_backend.h"
@@ -18,7 +20,25 @@
 struct partd_store {
     const partd_store_ops *ops;
     void *state; /* the backend's, freed by ops->close */
+    /* The largest request body or result (all its forms) written so far:
+     * what the next job is likely to need (partd_store_job_bytes). */
+    atomic_uint_fast64_t largest_write;
 };
+
+static void note_write(partd_store *s, uint64_t bytes)
+{
+    uint64_t seen = atomic_load(&s->largest_write);
+    while (bytes > seen && !atomic_compare_exchange_weak(&s->largest_write, &seen, bytes))
+        ;
+}
+
+static uint64_t result_bytes(const partd_store_result *result)
+{
+    uint64_t n = 0;
+    for (int i = 0; result && i < PARTD_CODINGS; i++)
+        n += result->forms[i].len;
+    return n;
+}
 
 /* Every backend this build has, by scheme. */
 static const partd_store_ops *const BACKENDS[] = {
@@ -114,6 +134,21 @@ int partd_store_limit_size(partd_store *s, uint64_t max_bytes)
     return s->ops->limit_size(s->state, max_bytes);
 }
 
+int partd_store_room(partd_store *s, uint64_t *bytes)
+{
+    if (!s->ops->room) {
+        *bytes = UINT64_MAX;
+        return PARTD_OK;
+    }
+    return s->ops->room(s->state, bytes);
+}
+
+uint64_t partd_store_job_bytes(partd_store *s)
+{
+    uint64_t twice = 2 * atomic_load(&s->largest_write);
+    return twice > PARTD_STORE_JOB_MIN_BYTES ? twice : PARTD_STORE_JOB_MIN_BYTES;
+}
+
 int partd_store_healthy(partd_store *s)
 {
     return s->ops->healthy(s->state);
@@ -127,6 +162,7 @@ int partd_store_probe(partd_store *s)
 int partd_store_insert_job(partd_store *s, const partd_job_row *row, const char *idem_key,
                            const char *digest, const void *body, size_t body_len)
 {
+    note_write(s, body_len);
     return s->ops->insert_job(s->state, row, idem_key, digest, body, body_len);
 }
 
@@ -150,11 +186,13 @@ int partd_store_mark_running(partd_store *s, const char *id, int64_t started_ms,
 int partd_store_finish_jobs(partd_store *s, const partd_store_result *result,
                             const partd_job_row *const *rows, size_t n_rows)
 {
+    note_write(s, result_bytes(result));
     return s->ops->finish_jobs(s->state, result, rows, n_rows);
 }
 
 int partd_store_put_result(partd_store *s, const partd_store_result *result)
 {
+    note_write(s, result_bytes(result));
     return s->ops->finish_jobs(s->state, result, NULL, 0);
 }
 
@@ -228,6 +266,15 @@ void partd_store_listen_reset(partd_store *s)
 int64_t partd_store_count_queued(partd_store *s)
 {
     return s->ops->count_queued(s->state);
+}
+
+int partd_store_now_ms(partd_store *s, int64_t *now_ms)
+{
+    if (!s->ops->now_ms) {
+        *now_ms = partd_time_now_ms();
+        return PARTD_OK;
+    }
+    return s->ops->now_ms(s->state, now_ms);
 }
 
 uint64_t partd_store_round_trips(partd_store *s)

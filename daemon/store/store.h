@@ -79,9 +79,21 @@ void partd_store_close(partd_store *s);
 const char *partd_store_kind(const partd_store *s);
 
 /* Caps the store's size at about max_bytes (0 = no cap; never below its
- * current size): writes past it fail as on a full disk. PARTD_OK or
+ * current size; sqlite: the database file and its write-ahead log
+ * together): writes past it fail as on a full disk. PARTD_OK or
  * PARTD_EIO. */
 int partd_store_limit_size(partd_store *s, uint64_t max_bytes);
+
+/* Bytes the store can still take before its size cap (partd_store_limit_size):
+ * UINT64_MAX when it has none. PARTD_OK or PARTD_EIO. */
+int partd_store_room(partd_store *s, uint64_t *bytes);
+
+/* About what storing the next job takes, for readiness: twice the largest
+ * request body or result written through s so far (a write-ahead log holds
+ * it before the database file does), and at least
+ * PARTD_STORE_JOB_MIN_BYTES (a small job, before any was written). */
+#define PARTD_STORE_JOB_MIN_BYTES ((uint64_t)64 << 10)
+uint64_t partd_store_job_bytes(partd_store *s);
 
 /* 1 while the last write succeeded. */
 int partd_store_healthy(partd_store *s);
@@ -177,8 +189,14 @@ typedef void (*partd_store_pending_fn)(const partd_job_row *row, const char *bod
                                        size_t len, void *ctx);
 int partd_store_pending(partd_store *s, partd_store_pending_fn fn, void *ctx);
 
+/* The clock the store's times are compared against, in ms since the epoch:
+ * a shared store's database server's (so that replicas whose clocks
+ * disagree still agree on what is old), else this process's. PARTD_OK or
+ * PARTD_EIO (the server is unreachable). */
+int partd_store_now_ms(partd_store *s, int64_t *now_ms);
+
 /* Deletes finished jobs finished before cutoff and results unused since
- * cutoff; fn(cache_key) (fn may be NULL) is called for each deleted result
+ * cutoff (cutoff counted on partd_store_now_ms's clock); fn(cache_key) (fn may be NULL) is called for each deleted result
  * before it goes. The counts are 0 unless it returns PARTD_OK. */
 typedef void (*partd_store_key_fn)(const char *key, void *ctx);
 int partd_store_sweep(partd_store *s, int64_t cutoff_ms, partd_store_key_fn fn, void *ctx,

@@ -38,8 +38,12 @@ typedef struct partd_store_ops {
     void (*close)(void *state);
 
     int (*limit_size)(void *state, uint64_t max_bytes);
+    /* As partd_store_room; NULL when the backend has no size cap. */
+    int (*room)(void *state, uint64_t *bytes);
     int (*healthy)(void *state);
     int (*probe)(void *state);
+    /* As partd_store_now_ms; NULL: this process's clock. */
+    int (*now_ms)(void *state, int64_t *now_ms);
     /* Round trips to a database server so far; NULL when there are none. */
     uint64_t (*round_trips)(void *state);
 

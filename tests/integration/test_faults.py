@@ -60,14 +60,27 @@ def run_cmd(*cmd):
     return subprocess.run(list(cmd), capture_output=True, text=True)
 
 
+def mount_tmpfs(tmp_path, size):
+    mnt = tmp_path / "tmpfs"
+    mnt.mkdir()
+    p = run_cmd("mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mnt))
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {p.stderr.strip()}")
+    return mnt
+
+
 @pytest.fixture
 def tmpfs(tmp_path):
     """A 96 MiB tmpfs; skipped when it cannot be mounted here."""
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    p = run_cmd("mount", "-t", "tmpfs", "-o", "size=96m,mode=0700", "tmpfs", str(mnt))
-    if p.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {p.stderr.strip()}")
+    mnt = mount_tmpfs(tmp_path, "96m")
+    yield mnt
+    run_cmd("umount", "-l", str(mnt))
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """An 8 MiB tmpfs; skipped when it cannot be mounted here."""
+    mnt = mount_tmpfs(tmp_path, "8m")
     yield mnt
     run_cmd("umount", "-l", str(mnt))
 
@@ -212,6 +225,46 @@ def test_full_data_dir_fails_jobs_keeps_what_is_stored_and_recovers(tmpfs, make_
         assert job["status"] in ("succeeded", "failed"), job
         if job["status"] == "failed":
             assert job["error"]["type"].endswith(STORE_PROBLEM)
+
+
+def settled_readyz(d):
+    """/readyz once recovery is over: (status, detail or None)."""
+    def settled():
+        r = d.request("GET", "/readyz")
+        return (r.status == 200 or "starting" not in r.json()["detail"]) and r
+    r = wait_until("/readyz past starting", settled)
+    return r.status, (r.json()["detail"] if r.status == 503 else None)
+
+
+@sqlite_only
+def test_small_data_dir_is_ready_for_small_jobs(small_tmpfs, make_daemon):
+    # Free space is weighed against what a job needs, not a fixed amount
+    # larger than this whole file system.
+    d = make_daemon(data_dir=small_tmpfs / "data", ready=False)
+    assert settled_readyz(d) == (200, None)
+    assert finished_job(d, d.post_job(chain_request(12)).json()["id"])["status"] == "succeeded"
+    assert d.status("/readyz") == 200
+
+
+@sqlite_only
+def test_readyz_is_503_at_the_store_cap(make_daemon):
+    d = make_daemon("--store-max-bytes", "3000000")
+    refused = None
+    for seed in range(200):  # distinct jobs until the store is full
+        r = d.post_job(chain_request(4000, seed=seed, mode="pipeline"))
+        if r.status == 503:
+            refused = r
+            break
+        assert r.status == 202, r
+        if finished_job(d, r.json()["id"])["status"] == "failed":
+            break
+    assert refused is not None or seed < 199
+    # The first probe rewrites one page, which fits and heals the store's
+    # health; readiness must still say the store is full.
+    for _ in range(2):
+        status, detail = settled_readyz(d)
+        assert status == 503 and "store-max-bytes" in detail, detail
+    assert d.request("GET", "/livez").status == 200
 
 
 @sqlite_only

@@ -277,3 +277,14 @@ def test_full_store_fails_the_job_clearly_and_keeps_what_is_stored(make_daemon, 
     assert again.status == 202
     assert d.wait_job(again.json()["id"])["status"] == "succeeded"
     assert d.stop() == 0
+
+
+def test_http11_without_host_is_400_and_http10_is_served(daemon):
+    # RFC 9112 section 3.2: a server must answer 400 to an HTTP/1.1 request
+    # that lacks Host; HTTP/1.0 had no such rule.
+    answer = raw(daemon, b"GET /livez HTTP/1.1\r\n\r\n")
+    assert status_of(answer) == 400, answer[:200]
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"application/problem+json" in head
+    assert json.loads(body)["type"].endswith("missing-host")
+    assert status_of(raw(daemon, b"GET /livez HTTP/1.0\r\n\r\n")) == 200

@@ -15,6 +15,8 @@ claimed request that no longer decodes; the postgres:// scheme.
 """
 import contextlib
 import datetime
+import os
+import re
 import subprocess
 import time
 
@@ -357,3 +359,30 @@ def test_postgres_scheme(make_daemon, pg_url):
     a = make_daemon("--store", "postgres://" + pg_url[len("postgresql://"):], "--name", "A")
     job_id = a.post_job(chain_request(10, seed=700)).json()["id"]
     assert a.wait_job(job_id)["status"] == "succeeded"
+
+
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def test_retention_counts_on_the_database_clock(make_daemon, pg_server, pg_url):
+    """A replica whose clock runs 2 h ahead, keeping jobs 1 h, deletes only
+    what the database's clock says is older than that."""
+    if not os.path.exists(FAKETIME_LIB):
+        pytest.skip("libfaketime is not installed (Debian package faketime)")
+    b, = replicas(make_daemon, pg_url, names=("B",))
+    fresh = b.post_job(chain_request(5, seed=1)).json()["id"]
+    old = b.post_job(chain_request(5, seed=2)).json()["id"]
+    for job_id in (fresh, old):
+        assert b.wait_job(job_id)["status"] == "succeeded"
+    # Finished 3 h ago by the database's clock: the one job to delete.
+    db = pg_url.rsplit("/", 1)[1]
+    pg_server.psql("UPDATE jobs SET finished_ms = finished_ms - 3 * 3600 * 1000 "
+                   f"WHERE id = '{old}'", db=db)
+    a = make_daemon("--store", pg_url, "--name", "A", "--retention-hours", "1",
+                    "--sweep-interval-s", "1",
+                    env={"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "+2h",
+                         "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
+    a.wait_log(r"jobs_deleted=\d")
+    assert re.search(r"jobs_deleted=(\d+)", a.log()).group(1) == "1", a.log()
+    assert b.status(f"/v1/jobs/{old}") == 404
+    assert b.job(fresh)["status"] == "succeeded"

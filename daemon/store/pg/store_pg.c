@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "core/time.h"
 #include "partd/partd.h"
 #include "store/store_backend.h"
 
@@ -161,8 +160,11 @@ static const char PUT_RESULT_SQL[] =
     /* Content-addressed: every replica plans the same bytes for the same
      * key, so a later copy differs only from a damaged one, which it
      * replaces (store.h: partd_store_load_result). */
+    /* Stored at the database's time, which the retention sweep compares
+     * with (store.h: partd_store_now_ms). */
     "INSERT INTO results (cache_key, etag, summary, body, created_ms, used_ms, body_zstd, "
-    "body_gzip) VALUES ($1, $2, $3, $4, $5, $5, $6, $7) ON CONFLICT (cache_key) DO UPDATE SET "
+    "body_gzip) VALUES ($1, $2, $3, $4, " PARTD_PG_NOW_MS ", " PARTD_PG_NOW_MS ", $5, $6) "
+    "ON CONFLICT (cache_key) DO UPDATE SET "
     "etag = excluded.etag, summary = excluded.summary, body = excluded.body, "
     "used_ms = excluded.used_ms, body_zstd = excluded.body_zstd, body_gzip = excluded.body_gzip";
 
@@ -173,7 +175,6 @@ static void result_params(const partd_store_result *res, partd__pg_params *p)
     partd__pg_param_text(p, res->etag);
     partd__pg_param_text(p, res->summary);
     partd__pg_param_bytes(p, f[PARTD_CODING_IDENTITY].data, f[PARTD_CODING_IDENTITY].len);
-    partd__pg_param_i64(p, partd_time_now_ms());
     partd__pg_param_bytes(p, f[PARTD_CODING_ZSTD].data, f[PARTD_CODING_ZSTD].len);
     partd__pg_param_bytes(p, f[PARTD_CODING_GZIP].data, f[PARTD_CODING_GZIP].len);
 }
@@ -375,6 +376,24 @@ static int pending(void *state, partd_store_pending_fn fn, void *ctx)
     return rc;
 }
 
+/* The database server's clock, as leases use it: retention on every replica
+ * counts from it, whatever the replica's own clock says. */
+static int now_ms(void *state, int64_t *out)
+{
+    partd__pg_store *s = state;
+    partd__pg_conn *c = partd__pg_acquire(s);
+    if (!c)
+        return PARTD_EIO;
+    PGresult *r = partd__pg_exec(s, c, "SELECT " PARTD_PG_NOW_MS, NULL,
+                                 "reading the database's clock", NULL);
+    partd__pg_release(s, c);
+    if (!r)
+        return PARTD_EIO;
+    *out = partd__pg_int(r, 0, 0);
+    PQclear(r);
+    return PARTD_OK;
+}
+
 /* Within sweep's transaction. */
 static int sweep_rows(partd__pg_store *s, partd__pg_conn *c, int64_t cutoff_ms,
                       partd_store_key_fn fn, void *ctx, unsigned *jobs, unsigned *results)
@@ -435,6 +454,7 @@ const partd_store_ops partd_store_pg_ops = {
     .healthy = partd__pg_healthy,
     .probe = partd__pg_probe,
     .round_trips = partd__pg_round_trips,
+    .now_ms = now_ms,
     .insert_job = insert_job,
     .get_job = get_job,
     .get_job_by_idem = get_job_by_idem,

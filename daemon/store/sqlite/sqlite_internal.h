@@ -70,8 +70,17 @@ typedef struct partd__sqlite_store {
     pthread_t checkpoint_thread;
     int checkpoint_running;
     pthread_mutex_t stop_lock;
-    pthread_cond_t stop_cond;
+    pthread_cond_t stop_cond; /* wakes the checkpointer: stopping or wanted */
     int stopping;
+    int checkpoint_wanted;    /* the WAL passed a quarter of its bound */
+    char wal_path[4200];
+    int page_size;
+    /* The WAL's bound: past it the writer checkpoints after its commit (and
+     * journal_size_limit cuts the file back), so that the log stays near it
+     * whatever runs; a quarter of it wakes the checkpoint thread first. */
+    atomic_uint_fast64_t wal_limit;
+    /* Pages the database file may hold (max_page_count), 0 = no cap. */
+    atomic_uint_fast64_t max_pages;
     atomic_uint next_reader;
     atomic_int healthy; /* 0 after a failed write, 1 after a successful one */
 } partd__sqlite_store;
@@ -83,6 +92,7 @@ void *partd__sqlite_open(const char *url, const char *data_dir, char *err, size_
                          int *exit_code);
 void partd__sqlite_close(void *state);
 int partd__sqlite_limit_size(void *state, uint64_t max_bytes);
+int partd__sqlite_room(void *state, uint64_t *bytes);
 int partd__sqlite_healthy(void *state);
 int partd__sqlite_probe(void *state);
 

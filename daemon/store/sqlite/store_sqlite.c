@@ -598,6 +598,7 @@ const partd_store_ops partd_store_sqlite_ops = {
     .open = partd__sqlite_open,
     .close = partd__sqlite_close,
     .limit_size = partd__sqlite_limit_size,
+    .room = partd__sqlite_room,
     .healthy = partd__sqlite_healthy,
     .probe = partd__sqlite_probe,
     .insert_job = insert_job,

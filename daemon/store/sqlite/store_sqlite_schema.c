@@ -27,6 +27,11 @@
  * 5: what a job says of its request (job.h's about). */
 #define SCHEMA_VERSION 5
 #define CHECKPOINT_PERIOD_MS 1000
+/* The WAL's bound without a size cap (with one: an eighth of the cap). */
+#define WAL_LIMIT_BYTES ((uint64_t)8 << 20)
+/* A WAL larger than this at close (a log left by an older partd) is left
+ * for the next start, so that shutdown stays within its grace. */
+#define WAL_FOLD_AT_CLOSE_BYTES (4 * WAL_LIMIT_BYTES)
 
 static const char SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS jobs ("
@@ -323,27 +328,79 @@ static int init_schema(partd__sqlite_conn *c, char *err, size_t cap, int *exit_c
     return 0;
 }
 
+/* Bytes of the WAL file now (0 when there is none). */
+static uint64_t wal_file_bytes(const partd__sqlite_store *s)
+{
+    struct stat st;
+    return stat(s->wal_path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* On the checkpoint thread: copies what it can into the database file
+ * without blocking anyone; when that was everything, also cuts the file
+ * back to nothing unless a writer or reader is in the way right now (its
+ * connection does not wait), so that an idle store leaves no large log. */
+static void checkpoint_once(partd__sqlite_store *s)
+{
+    int log = 0, done = 0;
+    sqlite3 *db = s->checkpointer.db;
+    if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) ==
+            SQLITE_OK &&
+        log > 0 && done == log)
+        sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+}
+
 static void *checkpoint_main(void *arg)
 {
     partd__sqlite_store *s = arg;
     pthread_mutex_lock(&s->stop_lock);
     while (!s->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)CHECKPOINT_PERIOD_MS % 1000 * 1000000;
-        ts.tv_sec += CHECKPOINT_PERIOD_MS / 1000 + ts.tv_nsec / 1000000000;
-        ts.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&s->stop_cond, &s->stop_lock, &ts);
+        if (!s->checkpoint_wanted) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += (long)CHECKPOINT_PERIOD_MS % 1000 * 1000000;
+            ts.tv_sec += CHECKPOINT_PERIOD_MS / 1000 + ts.tv_nsec / 1000000000;
+            ts.tv_nsec %= 1000000000;
+            pthread_cond_timedwait(&s->stop_cond, &s->stop_lock, &ts);
+        }
         if (s->stopping)
             break;
+        s->checkpoint_wanted = 0;
         pthread_mutex_unlock(&s->stop_lock);
-        /* PASSIVE: copies what it can without blocking writers or readers. */
-        sqlite3_wal_checkpoint_v2(s->checkpointer.db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-                                  NULL);
+        checkpoint_once(s);
         pthread_mutex_lock(&s->stop_lock);
     }
     pthread_mutex_unlock(&s->stop_lock);
     return NULL;
+}
+
+/* The writer's commit hook (sqlite3_wal_hook): `frames` is the WAL's length
+ * in pages. Past a quarter of the bound the checkpoint thread is woken;
+ * past the bound the writer checkpoints itself (PASSIVE: it never waits for
+ * readers), so that the log cannot outgrow a thread that falls behind. */
+static int on_wal_commit(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    partd__sqlite_store *s = arg;
+    uint64_t bytes = (uint64_t)frames * (uint64_t)s->page_size;
+    uint64_t limit = atomic_load(&s->wal_limit);
+    if (bytes >= limit) {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    } else if (bytes >= limit / 4 && s->checkpoint_running) {
+        pthread_mutex_lock(&s->stop_lock);
+        s->checkpoint_wanted = 1;
+        pthread_cond_signal(&s->stop_cond);
+        pthread_mutex_unlock(&s->stop_lock);
+    }
+    return SQLITE_OK;
+}
+
+/* Sets the WAL's bound: the writer's checkpoint threshold and the size a
+ * restarted log is cut back to. SQLite code. */
+static int set_wal_limit(partd__sqlite_store *s, uint64_t limit)
+{
+    atomic_store(&s->wal_limit, limit);
+    char sql[96];
+    snprintf(sql, sizeof sql, "PRAGMA journal_size_limit = %llu", (unsigned long long)limit);
+    return partd__sqlite_exec(&s->writer, sql);
 }
 
 /* DIR/partd.db into path, creating DIR when missing: 0, or -1 with err. */
@@ -418,7 +475,21 @@ static int open_helpers(partd__sqlite_store *s, const char *path, char *err, siz
             return -1;
     if (conn_open(&s->checkpointer, path, SQLITE_OPEN_READWRITE, err, cap) != SQLITE_OK)
         return -1;
+    /* A connection learns that the database is in WAL mode on its first
+     * read; until then a checkpoint through it does nothing at all. */
+    int tables = 0;
+    if (pragma_int(&s->checkpointer, "SELECT count(*) FROM sqlite_master", &tables) !=
+            SQLITE_OK ||
+        pragma_int(&s->writer, "PRAGMA page_size", &s->page_size) != SQLITE_OK ||
+        s->page_size <= 0 || set_wal_limit(s, WAL_LIMIT_BYTES) != SQLITE_OK) {
+        snprintf(err, cap, "cannot set up the store's checkpoints: %s",
+                 sqlite3_errmsg(s->checkpointer.db));
+        return -1;
+    }
+    /* The checkpoint thread's TRUNCATE gives way at once to any writer. */
+    sqlite3_busy_timeout(s->checkpointer.db, 0);
     partd__sqlite_exec(&s->writer, "PRAGMA wal_autocheckpoint = 0");
+    sqlite3_wal_hook(s->writer.db, on_wal_commit, s);
     if (pthread_create(&s->checkpoint_thread, NULL, checkpoint_main, s) != 0) {
         snprintf(err, cap, "cannot start the store's checkpoint thread");
         return -1;
@@ -445,6 +516,7 @@ void *partd__sqlite_open(const char *url, const char *dir, char *err, size_t cap
         snprintf(err, cap, "out of memory");
         return NULL;
     }
+    snprintf(s->wal_path, sizeof s->wal_path, "%s-wal", path);
     atomic_store(&s->healthy, 1);
     pthread_mutex_init(&s->stop_lock, NULL);
     pthread_cond_init(&s->stop_cond, NULL);
@@ -470,6 +542,8 @@ void partd__sqlite_close(void *state)
         s->stopping = 1;
         pthread_cond_signal(&s->stop_cond);
         pthread_mutex_unlock(&s->stop_lock);
+        /* A checkpoint under way stops between pages (the log stays valid). */
+        sqlite3_interrupt(s->checkpointer.db);
         pthread_join(s->checkpoint_thread, NULL);
     }
     if (s->checkpointer.db)
@@ -478,8 +552,16 @@ void partd__sqlite_close(void *state)
         if (s->readers[i].db)
             conn_close(&s->readers[i]);
     if (s->writer.db) {
-        /* Folds the WAL back into the database file on a clean stop. */
-        partd__sqlite_exec(&s->writer, "PRAGMA wal_checkpoint(TRUNCATE)");
+        /* Folds the WAL back into the database file on a clean stop: quick,
+         * since it stays near its bound. A far larger one (left by an older
+         * partd) is left for the next start rather than overrun the
+         * shutdown's grace; SQLite reads it back as it is. */
+        uint64_t wal = wal_file_bytes(s);
+        if (wal <= WAL_FOLD_AT_CLOSE_BYTES)
+            partd__sqlite_exec(&s->writer, "PRAGMA wal_checkpoint(TRUNCATE)");
+        else
+            partd_log_msg("warn", "store", "left a write-ahead log of %llu bytes to be "
+                          "folded in at the next start", (unsigned long long)wal);
         conn_close(&s->writer);
     }
     pthread_cond_destroy(&s->stop_cond);
@@ -487,21 +569,55 @@ void partd__sqlite_close(void *state)
     free(s);
 }
 
+/* The cap counts the WAL: the log gets an eighth of it (at most its usual
+ * bound), twice over since a commit may overshoot the bound before the
+ * writer checkpoints, and the database file the rest. */
 int partd__sqlite_limit_size(void *state, uint64_t max_bytes)
 {
+    partd__sqlite_store *s = state;
     if (max_bytes == 0)
         return PARTD_OK;
-    partd__sqlite_conn *c = partd__sqlite_writer(state);
-    int page = 0;
-    int rc = pragma_int(c, "PRAGMA page_size", &page);
-    if (rc == SQLITE_OK && page > 0) {
+    uint64_t page = (uint64_t)s->page_size;
+    uint64_t wal = max_bytes / 8 < WAL_LIMIT_BYTES ? max_bytes / 8 : WAL_LIMIT_BYTES;
+    if (wal < 4 * page)
+        wal = 4 * page;
+    uint64_t db = max_bytes > 2 * wal ? max_bytes - 2 * wal : page;
+    partd__sqlite_conn *c = partd__sqlite_writer(s);
+    int rc = set_wal_limit(s, wal);
+    if (rc == SQLITE_OK) {
         char sql[96];
         snprintf(sql, sizeof sql, "PRAGMA max_page_count = %llu",
-                 (unsigned long long)((max_bytes + (uint64_t)page - 1) / (uint64_t)page));
+                 (unsigned long long)(db / page ? db / page : 1));
         rc = partd__sqlite_exec(c, sql);
     }
+    int pages = 0; /* SQLite keeps at least the pages in use */
+    if (rc == SQLITE_OK && (rc = pragma_int(c, "PRAGMA max_page_count", &pages)) == SQLITE_OK)
+        atomic_store(&s->max_pages, (uint64_t)pages);
     partd__sqlite_release(c);
     return rc == SQLITE_OK ? PARTD_OK : PARTD_EIO;
+}
+
+/* The pages the cap leaves, free pages inside the file counted, as of the
+ * last commit (a reader sees it). */
+int partd__sqlite_room(void *state, uint64_t *bytes)
+{
+    partd__sqlite_store *s = state;
+    uint64_t max_pages = atomic_load(&s->max_pages);
+    if (max_pages == 0) {
+        *bytes = UINT64_MAX;
+        return PARTD_OK;
+    }
+    partd__sqlite_conn *c = partd__sqlite_reader(s);
+    int pages = 0, free_pages = 0;
+    int rc = pragma_int(c, "PRAGMA page_count", &pages);
+    if (rc == SQLITE_OK)
+        rc = pragma_int(c, "PRAGMA freelist_count", &free_pages);
+    partd__sqlite_release(c);
+    if (rc != SQLITE_OK)
+        return PARTD_EIO;
+    uint64_t used = (uint64_t)pages - (uint64_t)free_pages;
+    *bytes = used < max_pages ? (max_pages - used) * (uint64_t)s->page_size : 0;
+    return PARTD_OK;
 }
 
 int partd__sqlite_healthy(void *state)

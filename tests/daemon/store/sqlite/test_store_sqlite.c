@@ -278,6 +278,104 @@ static void test_unbindable_value_is_refused(void **state)
     partd_store_close(s);
 }
 
+/* The write-ahead log is checkpointed and cut back while the store runs:
+ * through jobs that write four times the bound, the WAL file never passes
+ * 32 MiB, and the database file holds what was committed. The writer
+ * checkpoints itself past its threshold, so this does not depend on when
+ * the checkpoint thread runs. */
+static void test_wal_stays_bounded_through_many_jobs(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    size_t body_len = 256 << 10;
+    char *body = malloc(body_len);
+    assert_non_null(body);
+    for (size_t i = 0; i < body_len; i++)
+        body[i] = (char)('a' + (i * 7919) % 26);
+    char wal_path[320];
+    snprintf(wal_path, sizeof wal_path, "%s-wal", path);
+    off_t most = 0;
+    for (int i = 0; i < 384; i++) { /* 96 MiB of request bodies */
+        char id[33];
+        snprintf(id, sizeof id, "%032d", i);
+        partd_job_row r = row_of(id, 1000 + i);
+        assert_int_equal(partd_store_insert_job(s, &r, NULL, NULL, body, body_len), PARTD_OK);
+        r.status = PARTD_JOB_SUCCEEDED;
+        r.finished_ms = 2000 + i;
+        const partd_job_row *rows[1] = {&r};
+        assert_int_equal(partd_store_finish_jobs(s, NULL, rows, 1), PARTD_OK);
+        struct stat st;
+        if (stat(wal_path, &st) == 0 && st.st_size > most)
+            most = st.st_size;
+    }
+    free(body);
+    assert_true(most <= (off_t)32 << 20);
+    struct stat db;
+    assert_int_equal(stat(path, &db), 0);
+    assert_true(db.st_size > (off_t)(128 << 10)); /* checkpointed into the file */
+    partd_store_close(s);
+}
+
+/* --store-max-bytes counts the WAL: filled until writes fail, the database
+ * file and its log together stay within the cap. */
+static void test_size_cap_counts_the_wal(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    uint64_t cap = (uint64_t)4 << 20;
+    assert_int_equal(partd_store_limit_size(s, cap), PARTD_OK);
+    size_t body_len = 64 << 10;
+    char *body = calloc(1, body_len);
+    assert_non_null(body);
+    char wal_path[320];
+    snprintf(wal_path, sizeof wal_path, "%s-wal", path);
+    uint64_t most = 0;
+    int i = 0, rc = PARTD_OK;
+    for (; rc == PARTD_OK && i < 200; i++) {
+        char id[33];
+        snprintf(id, sizeof id, "%032d", i);
+        partd_job_row r = row_of(id, 1000 + i);
+        rc = partd_store_insert_job(s, &r, NULL, NULL, body, body_len);
+        struct stat db, wal;
+        uint64_t total = (stat(path, &db) == 0 ? (uint64_t)db.st_size : 0) +
+                         (stat(wal_path, &wal) == 0 ? (uint64_t)wal.st_size : 0);
+        if (total > most)
+            most = total;
+    }
+    free(body);
+    assert_int_equal(rc, PARTD_EIO); /* it did fill up */
+    assert_true(i > 8);
+    assert_true(most <= cap);
+    partd_store_close(s);
+}
+
+/* What readiness weighs: the room left under the cap shrinks as jobs are
+ * written (none without a cap), and what a job needs follows the largest
+ * write (at least PARTD_STORE_JOB_MIN_BYTES). */
+static void test_room_and_job_bytes(void **state)
+{
+    (void)state;
+    partd_store *s = open_ok();
+    uint64_t room = 0;
+    assert_int_equal(partd_store_room(s, &room), PARTD_OK);
+    assert_true(room == UINT64_MAX);
+    assert_true(partd_store_job_bytes(s) == PARTD_STORE_JOB_MIN_BYTES);
+    assert_int_equal(partd_store_limit_size(s, (uint64_t)16 << 20), PARTD_OK);
+    uint64_t before = 0;
+    assert_int_equal(partd_store_room(s, &before), PARTD_OK);
+    assert_true(before > ((uint64_t)8 << 20) && before < ((uint64_t)16 << 20));
+    size_t big = (size_t)1 << 20;
+    char *body = calloc(1, big);
+    assert_non_null(body);
+    partd_job_row a = row_of(ID[0], 1000);
+    assert_int_equal(partd_store_insert_job(s, &a, NULL, NULL, body, big), PARTD_OK);
+    free(body);
+    assert_int_equal(partd_store_room(s, &room), PARTD_OK);
+    assert_true(room <= before - big);
+    assert_true(partd_store_job_bytes(s) == 2 * (uint64_t)big);
+    partd_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +388,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_full_store_is_unhealthy_until_a_probe, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_unbindable_value_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wal_stays_bounded_through_many_jobs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_size_cap_counts_the_wal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_room_and_job_bytes, setup, teardown),
     };
     return cmocka_run_group_tests_name("store_sqlite", tests, NULL, NULL);
 }
