@@ -209,6 +209,7 @@ bench: $(BENCH_BIN) $(PARTD)
 	@echo "== bench/bench_replicas.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_replicas.py
 	@echo "== bench/bench_export.py"; $(PYTHON) bench/bench_export.py
 	@echo "== bench/bench_step.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_step.py
+	@echo "== bench/bench_cache_rss.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_cache_rss.py
 
 install: $(PARTD) $(LIBPARTD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/partd

@@ -2,11 +2,18 @@
  * cache.c - LRU of result documents. See cache.h.
  *
  * A doubly linked list (most recent at the head) plus a hash map for lookup.
- * The byte charge of an entry is every form of its document, its summary
- * and bookkeeping.
+ * The byte charge of an entry is what it holds in memory, not what its
+ * bytes measure: every buffer it owns (each form of its document, its
+ * summary, the entry itself) at the size malloc gave it, and its slot in
+ * the map. Forms arrive in buffers larger than their lengths (a rendered
+ * document grows by doubling from 64 KiB, a coded form is allocated at the
+ * compressor's worst-case bound), so each is first cut to its length: a
+ * small result would otherwise hold tens of times what it measures, and
+ * the budget would bound nothing.
  */
 #include "cache.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +39,28 @@ partd_cache *partd_cache_new(uint64_t max_bytes)
     partd_map_init(&c->map);
     c->max_bytes = max_bytes;
     return c;
+}
+
+/* What malloc holds for p: its usable size and the chunk's header. */
+static size_t held(void *p)
+{
+    return p ? malloc_usable_size(p) + sizeof(size_t) : 0;
+}
+
+/* An entry's node in the map and its share of the buckets (one bucket per
+ * entry, the table at most half empty). */
+#define MAP_SLOT_BYTES (sizeof(partd_map_entry) + sizeof(size_t) + 2 * sizeof(void *))
+
+/* Cuts a form's buffer to its length when that frees more than malloc's
+ * rounding; a buffer realloc cannot move stays as it is (and is charged
+ * as it is). */
+static void fit(partd_blob *b)
+{
+    if (!b->data || b->len == 0 || malloc_usable_size(b->data) - b->len < 64)
+        return;
+    char *p = realloc(b->data, b->len);
+    if (p)
+        b->data = p;
 }
 
 static void entry_free(partd_cache_entry *e)
@@ -115,10 +144,11 @@ int partd_cache_put(partd_cache *c, const char *key, const char *etag,
     }
     snprintf(e->key, sizeof e->key, "%s", key);
     snprintf(e->etag, sizeof e->etag, "%s", etag);
-    e->charge = (summary ? strlen(summary) : 0) + sizeof *e + 64;
+    e->charge = held(e) + held(summary) + MAP_SLOT_BYTES;
     for (int k = 0; k < PARTD_CODINGS; k++) {
         e->forms[k] = forms[k];
-        e->charge += forms[k].len;
+        fit(&e->forms[k]);
+        e->charge += held(e->forms[k].data);
         forms[k].data = NULL;
         forms[k].len = 0;
     }

@@ -8,6 +8,10 @@
  * partd_cache_entry_release(); the HTTP layer serves a form straight from it
  * without copying. Thread-safe (one mutex, held only for list updates).
  *
+ * The budget counts what entries hold in memory (each buffer at the size
+ * malloc gave it, and the bookkeeping), so partd_cache_bytes is the
+ * cache's share of the resident size.
+ *
  * Errors: partd_cache_put returns PARTD_OK or PARTD_ENOMEM; a document
  * larger than the whole budget is simply not kept (PARTD_OK).
  */

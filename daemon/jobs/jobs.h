@@ -12,6 +12,9 @@
  *
  * Every state change is written to the store before it is visible in the
  * table, and logged. Finished jobs leave the table (the store has them).
+ * A change the store refuses (disk full) is not shown: the job reads as
+ * stored, so a state shown final stays final after a restart; a final
+ * state refused is written again until the store takes it.
  *
  * On a shared store (PostgreSQL, several replicas) the store is the queue:
  * a submitted job is announced, and whichever replica has a free planner

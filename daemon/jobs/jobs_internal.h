@@ -48,10 +48,16 @@ struct partd__jobs_claimed;
 struct partd__jobs_share;
 
 typedef struct partd__jobs_job {
-    partd_job_row row;         /* status and times: written under table_lock */
-    partd__jobs_run *run;
+    /* What lookups show: the job as the store holds it (a state reaches
+     * the row only once written). Status and times: written under
+     * table_lock. */
+    partd_job_row row;
+    partd__jobs_run *run;      /* NULL once its run ended (unsaved) */
     struct partd__jobs_job *run_next;
-    struct partd__jobs_job *unsaved_next; /* finished, but the store refused the write */
+    /* Finished, but the store refused the final row: `end` (owning its
+     * summary and error) waits for a retry, and row stays as stored. */
+    struct partd__jobs_job *unsaved_next;
+    partd_job_row end;
     int lost;                  /* shared store: the claim ended while its
                                 * run's end was being written */
 } partd__jobs_job;
@@ -239,8 +245,9 @@ void partd__jobs_pool_free(partd_jobs *j);
 /* Loop thread: puts a job (counted in jobs_queued) in the table and in a
  * run, or finishes it from the cache. Takes ownership of jb and req. */
 void partd__jobs_enqueue(partd_jobs *j, partd__jobs_job *jb, partd_request *req);
-/* Loop thread: jb leaves its run; a run no job waits for any more is
- * stopped. */
+/* Loop thread: jb leaves its run (a run no job waits for any more is
+ * stopped), or, when its run ended but the store refused its final row,
+ * the retry of that row. */
 void partd__jobs_leave_run(partd_jobs *j, partd__jobs_job *jb);
 /* Later identical jobs no longer join r. */
 void partd__jobs_unkey(partd_jobs *j, partd__jobs_run *r);

@@ -215,9 +215,15 @@ static void detach(partd__jobs_run *r, partd__jobs_job *jb)
     jb->run_next = NULL;
 }
 
+static void forget_unsaved(partd_jobs *j, partd__jobs_job *jb);
+
 void partd__jobs_leave_run(partd_jobs *j, partd__jobs_job *jb)
 {
     partd__jobs_run *r = jb->run;
+    if (!r) {
+        forget_unsaved(j, jb);
+        return;
+    }
     detach(r, jb);
     if (r->n_jobs > 0)
         return;
@@ -230,6 +236,16 @@ void partd__jobs_leave_run(partd_jobs *j, partd__jobs_job *jb)
 
 static void mark_running(partd_jobs *j, partd__jobs_job *jb, partd__jobs_run *r)
 {
+    /* On a shared store the claim already counted the attempt durably.
+     * Here the start is written first: a job whose start the store refused
+     * (disk full) plans all the same, but shows as the store has it,
+     * queued, as it is after a restart. */
+    if (!j->shared &&
+        partd_store_mark_running(j->opt.store, jb->row.id, r->start_ms, j->runner) != PARTD_OK) {
+        partd_log_msg("warn", "job", "the store did not record the start of job %s; it is "
+                      "planned and shows as queued until its end is written", jb->row.id);
+        return;
+    }
     pthread_mutex_lock(&j->table_lock);
     jb->row.started_ms = r->start_ms;
     if (!j->shared) {
@@ -237,9 +253,6 @@ static void mark_running(partd_jobs *j, partd__jobs_job *jb, partd__jobs_run *r)
         snprintf(jb->row.runner, sizeof jb->row.runner, "%s", j->runner);
     }
     pthread_mutex_unlock(&j->table_lock);
-    /* On a shared store the claim already counted the attempt durably. */
-    if (!j->shared)
-        partd_store_mark_running(j->opt.store, jb->row.id, r->start_ms, j->runner);
     double waited = (double)(r->start_ms - jb->row.created_ms) / 1000.0;
     partd_metrics_histogram_observe(&j->opt.metrics->queue_wait, waited > 0 ? waited : 0);
     partd__jobs_set_status(j, jb, PARTD_JOB_RUNNING);
@@ -503,9 +516,10 @@ static void on_retry(uv_timer_t *t);
 
 /* Loop thread: r's jobs after their end was written (or refused): cache
  * first, then table, so that whatever a poll sees is already durable. Jobs
- * whose final state could not be written stay in the table (answering
- * polls) while a timer retries the write; on a shared store they are let
- * go instead. */
+ * whose final state could not be written stay in the table as the store
+ * holds them (queued or running: a state is never shown final before it
+ * is stored, so one shown final stays so across a restart) while a timer
+ * retries the write; on a shared store they are let go instead. */
 static void end_jobs(partd_jobs *j, partd__jobs_run *r)
 {
     const struct partd__jobs_run_end *e = &r->end;
@@ -541,18 +555,18 @@ static void end_jobs(partd_jobs *j, partd__jobs_run *r)
             /* Polls now read the store, which has the final state. */
             partd__jobs_table_remove(j, jb);
         } else {
-            /* Polls keep reading the table: complete the row first. */
-            pthread_mutex_lock(&j->table_lock);
-            jb->row.summary = status == PARTD_JOB_SUCCEEDED ? strdup(r->summary) : NULL;
-            jb->row.error = e->error ? strdup(e->error) : NULL;
-            jb->row.finished_ms = e->now;
-            jb->row.error_status = e->error_status;
-            pthread_mutex_unlock(&j->table_lock);
+            /* Polls keep reading the row as stored; the final one waits. */
+            jb->end = jb->row;
+            end_row(r, &jb->end);
+            jb->end.summary = jb->end.summary ? strdup(jb->end.summary) : NULL;
+            jb->end.error = jb->end.error ? strdup(jb->end.error) : NULL;
         }
         if (status != PARTD_JOB_QUEUED) {
             partd_metrics_histogram_observe(&j->opt.metrics->job_duration, secs);
-            partd__jobs_set_status(j, jb, status);
-            partd__jobs_log(jb, "duration_ms", secs * 1000.0);
+            if (!keep) {
+                partd__jobs_set_status(j, jb, status);
+                partd__jobs_log(jb, "duration_ms", secs * 1000.0);
+            }
         } else {
             partd__jobs_set_status(j, jb, PARTD_JOB_QUEUED);
             partd__jobs_log(jb, NULL, 0);
@@ -583,7 +597,7 @@ static void on_retry(uv_timer_t *t)
         return;
     n = 0;
     for (partd__jobs_job *jb = j->unsaved; jb; jb = jb->unsaved_next)
-        rows[n++] = &jb->row;
+        rows[n++] = &jb->end;
     int rc = partd_store_finish_jobs(j->opt.store, NULL, rows, n);
     free(rows);
     if (rc != PARTD_OK)
@@ -592,10 +606,27 @@ static void on_retry(uv_timer_t *t)
     while (j->unsaved) {
         partd__jobs_job *jb = j->unsaved;
         j->unsaved = jb->unsaved_next;
+        /* Stored: polls read the store from now on. */
         partd__jobs_table_remove(j, jb);
+        jb->row.finished_ms = jb->end.finished_ms;
+        partd__jobs_set_status(j, jb, jb->end.status);
+        partd__jobs_log(jb, NULL, 0);
         partd__jobs_job_free(jb);
     }
     uv_timer_stop(&j->retry);
+}
+
+/* A job whose final row waits for a retry is cancelled instead. */
+static void forget_unsaved(partd_jobs *j, partd__jobs_job *jb)
+{
+    for (partd__jobs_job **p = &j->unsaved; *p; p = &(*p)->unsaved_next)
+        if (*p == jb) {
+            *p = jb->unsaved_next;
+            break;
+        }
+    jb->unsaved_next = NULL;
+    if (!j->unsaved)
+        uv_timer_stop(&j->retry);
 }
 
 static void end_run(partd_jobs *j, partd__jobs_run *r)

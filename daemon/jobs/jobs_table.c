@@ -40,6 +40,7 @@ partd__jobs_job *partd__jobs_job_new(const partd_job_row *row)
 void partd__jobs_job_free(partd__jobs_job *jb)
 {
     partd_job_row_clear(&jb->row);
+    partd_job_row_clear(&jb->end);
     free(jb);
 }
 

@@ -11,6 +11,7 @@
  */
 #include "serve.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,21 @@ static void set_pool_size(uint64_t workers)
     char n[32];
     snprintf(n, sizeof n, "%llu", (unsigned long long)workers);
     setenv("UV_THREADPOOL_SIZE", n, 1);
+}
+
+/* glibc gives threads malloc arenas of their own, up to 8 per core. A
+ * result made on a planner thread and freed on the loop or an HTTP thread
+ * leaves free chunks in an arena that the threads allocating next may not
+ * use, so the resident size grows with the number of threads that ever
+ * allocated (HTTP threads under many clients), far beyond what the cache
+ * and the jobs hold. One arena per core bounds that and keeps threads on
+ * different cores from contending. An operator's MALLOC_ARENA_MAX wins. */
+static void limit_arenas(void)
+{
+    if (getenv("MALLOC_ARENA_MAX"))
+        return;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    mallopt(M_ARENA_MAX, cores < 2 ? 2 : cores > 64 ? 64 : (int)cores);
 }
 
 static void start_timers(server *s)
@@ -334,6 +350,7 @@ int partd_serve_main(int argc, char **argv)
     partd_log_init(s->cfg.log_format);
     signal(SIGPIPE, SIG_IGN);
     set_pool_size(s->cfg.workers);
+    limit_arenas();
     s->svc.cfg = &s->cfg;
     s->lock_fd = -1;
     partd_metrics_init(&s->svc.metrics);

@@ -1,5 +1,7 @@
-/* test_cache.c - the result LRU: byte budget, recency, references that
- * outlive eviction, and concurrent use. */
+/* test_cache.c - the result LRU: byte budget (charging what entries hold
+ * in memory), recency, references that outlive eviction, and concurrent
+ * use. */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +153,59 @@ static void test_coded_forms_are_kept_and_charged(void **state)
     partd_cache_free(c);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+#ifdef UNDER_ASAN
+/* AddressSanitizer's allocator replaces glibc's, whose figures then stay
+ * 0; it counts the bytes it has handed out itself. */
+size_t __sanitizer_get_current_allocated_bytes(void);
+static size_t heap_in_use(void)
+{
+    return __sanitizer_get_current_allocated_bytes();
+}
+#else
+/* Bytes malloc has handed out and not taken back (heap and mmap). */
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+#endif
+
+/* The budget bounds memory: what the cache charges is what it holds, here
+ * forms whose buffers are much larger than their lengths, as a rendered
+ * document's and a compressor's are. The heap grows by what the cache
+ * says it holds (within 5%: malloc's own rounding). */
+static void test_charges_what_it_holds(void **state)
+{
+    (void)state;
+    partd_cache *c = partd_cache_new(64 << 20);
+    size_t before = heap_in_use();
+    for (int i = 0; i < 200; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "k%d", i);
+        partd_blob forms[PARTD_CODINGS] = {{calloc(1, 65536), 2000}};
+        forms[PARTD_CODING_ZSTD] = (partd_blob){calloc(1, 2100), 300};
+        forms[PARTD_CODING_GZIP] = (partd_blob){calloc(1, 2100), 400};
+        assert_int_equal(partd_cache_put(c, key, "sha256:e", forms, strdup("{\"n\":1}"), NULL),
+                         PARTD_OK);
+    }
+    size_t held = heap_in_use() - before;
+    partd_cache_stats st;
+    partd_cache_stats_get(c, &st);
+    assert_int_equal(st.entries, 200);
+    if (st.bytes < held - held / 20 || st.bytes > held + held / 20)
+        fail_msg("the cache charges %llu bytes but holds %zu",
+                 (unsigned long long)st.bytes, held);
+    partd_cache_free(c);
+}
+
 static void *hammer(void *arg)
 {
     partd_cache *c = arg;
@@ -196,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_reference_outlives_eviction_and_removal),
         cmocka_unit_test(test_second_put_keeps_the_first),
         cmocka_unit_test(test_coded_forms_are_kept_and_charged),
+        cmocka_unit_test(test_charges_what_it_holds),
         cmocka_unit_test(test_concurrent_use),
     };
     return cmocka_run_group_tests_name("cache", tests, NULL, NULL);

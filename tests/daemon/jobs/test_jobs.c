@@ -478,6 +478,49 @@ static void test_cancel_the_store_refuses_changes_nothing(void **state)
     env_close(e);
 }
 
+/* The store refuses every state change but cancel (as on a full disk): a
+ * job reads as the store holds it (queued: not even its start was
+ * recorded), never as a final state the store does not have; a cancel is
+ * still taken. After a restart with space back, a job never shown final
+ * runs and succeeds, and the one shown cancelled stays so. */
+static void test_states_the_store_refuses_are_not_shown(void **state)
+{
+    env *e = *state;
+    env_open(e);
+    gate_close(e);
+    partd_job_row a, b, got;
+    submit(e, REQ, &a);
+    submit(e, REQ, &b); /* joins a's run */
+    uv_run(&e->loop, UV_RUN_NOWAIT);
+    store_sql(e, "CREATE TRIGGER refuse BEFORE UPDATE OF status ON jobs WHEN NEW.status IN "
+                 "('running', 'succeeded', 'failed') BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    gate_release(e);
+    while (observations(&e->metrics.job_duration) < 2) {
+        assert_false(e->timed_out);
+        uv_run(&e->loop, UV_RUN_ONCE);
+    }
+    for (int k = 0; k < 2; k++) {
+        const char *id = k ? b.id : a.id;
+        assert_int_equal(partd_jobs_lookup(e->jobs, id, &got), PARTD_OK);
+        assert_int_equal(got.status, PARTD_JOB_QUEUED);
+        assert_int_equal(stored_status(e, id), PARTD_JOB_QUEUED);
+        partd_job_row_clear(&got);
+    }
+    assert_int_equal(cancel_on_loop(e, b.id, &got), PARTD_OK);
+    assert_int_equal(got.status, PARTD_JOB_CANCELLED);
+    assert_int_equal(partd_jobs_lookup(e->jobs, b.id, &got), PARTD_STORE_MISSING);
+    assert_int_equal(stored_status(e, b.id), PARTD_JOB_CANCELLED);
+    env_close(e);
+
+    store_sql(e, "DROP TRIGGER refuse");
+    env_open(e);
+    assert_int_equal(partd_jobs_recover(e->jobs), 1);
+    run_until_finished(e, a.id);
+    assert_int_equal(stored_status(e, a.id), PARTD_JOB_SUCCEEDED);
+    assert_int_equal(stored_status(e, b.id), PARTD_JOB_CANCELLED);
+    env_close(e);
+}
+
 /* The deadline holds past planning: a job whose time is up by the time
  * its result would be stored fails with the timeout problem, and nothing
  * is stored or cached. */
@@ -649,6 +692,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_identical_jobs_share_one_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_a_queued_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_the_store_refuses_changes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_states_the_store_refuses_are_not_shown, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_job_past_its_deadline_is_not_stored, setup,
                                         teardown),
