@@ -15,10 +15,12 @@
  *     step, the speed-balanced split of the first, middle and last device
  *     order of every (ranks, schedule, v), then of every order of the best
  *     of those; the best configurations improved by moving one cut at a
- *     time while the plan improves; and, when at most BOUND_CONFIGS
- *     configurations have a fluid bound below the best step, each of
- *     them the relaxation of training_bound.c. The least bound is the
- *     answer's lower bound; optimal when it meets the step.
+ *     time while the plan improves; and, when at most BOUND_COMBOS
+ *     (ranks, schedule, v) have configurations whose fluid bound is below
+ *     the best step, each of them the relaxation of training_bound.c over
+ *     all those device orders at once (the combo of the best plan first,
+ *     the others stopping once past the least bound so far). The least
+ *     bound is the answer's lower bound; optimal when it meets the step.
  * Work (actions timed, units priced) is counted, not clocked, so that the
  * answer is the same on every machine.
  */
@@ -54,10 +56,10 @@
 #define WORK_IMPROVE 60000000ull
 #define WORK_BOUND 60000000ull
 #define IMPROVE_CONFIGS 24
-#define BOUND_ITERS 100
 /* The relaxation bounds configurations only when it can bound every one
- * below the best step (the least bound is the answer's): at most this many. */
-#define BOUND_CONFIGS 64
+ * below the best step (the least bound is the answer's): at most this many
+ * (ranks, schedule, v), each over all its device orders. */
+#define BOUND_COMBOS 64
 
 typedef struct desc {
     uint8_t sched, v;
@@ -771,6 +773,87 @@ static int pick_combos(space *sp, scored *sc)
     return PARTD_OK;
 }
 
+/* The least bound, into *lb, of the configurations whose fluid bound is
+ * at most stop (the others' is past it): those of each (ranks, schedule,
+ * v) bounded together by the relaxation over their device orders
+ * (training_bound.c), from the plan of theirs ranked first in sc (sorted
+ * by cmp_scored), while at most BOUND_COMBOS have any and within budget;
+ * otherwise by their fluid bounds. */
+static int bound_classes(large *L, const scored *sc, double stop, double *lb)
+{
+    space *sp = L->sp;
+    const partd_training_model *md = sp->md;
+    uint32_t nc = sp->n_combos ? sp->n_combos : 1;
+    uint32_t *count = calloc(nc + 1, sizeof *count), *at = malloc(sp->n * sizeof *at + 1);
+    double *fluid = malloc(nc * sizeof *fluid);
+    int rc = count && at && fluid ? PARTD_OK : PARTD_ENOMEM;
+    uint32_t below = 0;
+    for (uint32_t c = 0; rc == PARTD_OK && c < nc; c++)
+        fluid[c] = INFINITY;
+    for (uint32_t i = 0; rc == PARTD_OK && i < sp->n; i++)
+        if (sc[i].fluid <= stop) {
+            uint32_t c = sp->d[sc[i].k].combo;
+            below += fluid[c] == INFINITY;
+            fluid[c] = sc[i].fluid < fluid[c] ? sc[i].fluid : fluid[c];
+            count[c + 1]++;
+        }
+    /* each combo's configurations in the order of sc */
+    for (uint32_t c = 0; rc == PARTD_OK && c < nc; c++)
+        count[c + 1] += count[c];
+    for (uint32_t i = 0; rc == PARTD_OK && i < sp->n; i++)
+        if (sc[i].fluid <= stop)
+            at[count[sp->d[sc[i].k].combo]++] = i;
+    for (uint32_t c = nc; rc == PARTD_OK && c > 0; c--)
+        count[c] = count[c - 1];
+    if (rc == PARTD_OK)
+        count[0] = 0;
+    /* the combos in the order of their best plans (the best plan's first):
+     * the least bound is likely the first's, past which the others stop */
+    uint32_t *by = malloc(nc * sizeof *by), nb = 0;
+    if (!by)
+        rc = PARTD_ENOMEM;
+    for (uint32_t i = 0; rc == PARTD_OK && i < sp->n; i++) {
+        uint32_t c = sp->d[sc[i].k].combo;
+        if (sc[i].fluid <= stop && count[c] != count[c + 1] && at[count[c]] == i)
+            by[nb++] = c;
+    }
+    uint64_t start = L->work;
+    for (uint32_t ib = 0; rc == PARTD_OK && ib < nb; ib++) {
+        uint32_t cb = by[ib], lo = count[cb], hi = count[cb + 1];
+        if (lo == hi)
+            continue;
+        double v = fluid[cb];
+        const scored *first = &sc[at[lo]];
+        if (below <= BOUND_COMBOS && first->p.cut && L->work - start < WORK_BOUND) {
+            partd_training_cfg c;
+            if ((rc = build(sp, first->k, &c)) != PARTD_OK)
+                break;
+            uint32_t *devs = malloc((size_t)(hi - lo) * c.S * sizeof *devs);
+            if (!devs) {
+                partd__training_cfg_free(&c);
+                rc = PARTD_ENOMEM;
+                break;
+            }
+            for (uint32_t q = lo; q < hi; q++)
+                memcpy(devs + (size_t)(q - lo) * c.S, sp->dev + sp->d[sc[at[q]].k].dev_off,
+                       c.S * sizeof *devs);
+            /* the budget left, shared by the combos left */
+            uint64_t left = WORK_BOUND - (L->work - start);
+            v = partd__training_bound_orders(md, &c, first->p.cut, devs, hi - lo, v,
+                                             left / (nb - ib), *lb * (1 + 1e-9), &L->work);
+            free(devs);
+            partd__training_cfg_free(&c);
+            rc = partd_cancel_check(sp->cancel);
+        }
+        *lb = v < *lb ? v : *lb;
+    }
+    free(by);
+    free(count);
+    free(at);
+    free(fluid);
+    return rc;
+}
+
 static int heuristic(space *sp, best *b, partd_training_stats *st, double *lower)
 {
     const partd_training_model *md = sp->md;
@@ -819,27 +902,12 @@ static int heuristic(space *sp, best *b, partd_training_stats *st, double *lower
             rc = offer(b, &sc[i].p);
         partd__training_cfg_free(&c);
     }
-    /* bounds: every configuration whose fluid bound is below the best step */
+    /* bounds: every configuration whose fluid bound is below the best step,
+     * a (ranks, schedule, v) at a time, over all its device orders at once */
     double lb = b->any && b->p.feasible ? b->p.step : INFINITY;
     double stop = lb * (1 + 1e-9);
-    uint32_t below = 0;
-    for (uint32_t i = 0; i < sp->n; i++)
-        below += sc[i].fluid <= stop;
-    uint64_t bound_start = L.work;
-    for (uint32_t i = 0; i < sp->n && rc == PARTD_OK; i++) {
-        double f = sc[i].fluid;
-        if (f > stop)
-            continue;
-        double v = f;
-        if (below <= BOUND_CONFIGS && sc[i].p.cut && L.work - bound_start < WORK_BOUND) {
-            if ((rc = build(sp, sc[i].k, &c)) != PARTD_OK)
-                break;
-            v = partd__training_bound(md, &c, sc[i].p.cut, BOUND_ITERS, stop, &L.work);
-            partd__training_cfg_free(&c);
-            rc = partd_cancel_check(sp->cancel);
-        }
-        lb = v < lb ? v : lb;
-    }
+    if (rc == PARTD_OK)
+        rc = bound_classes(&L, sc, stop, &lb);
     if (sp->partial && sp->partial_lb < lb)
         lb = sp->partial_lb;
     *lower = lb;

@@ -16,8 +16,9 @@
  * units). Small spaces are searched exhaustively (the answer is then
  * proven optimal); larger ones by local search from speed-balanced splits,
  * and every configuration gets a lower bound (training_bound.c: the fluid
- * bound, and the relaxed longest paths when few configurations are left
- * to bound): the answer carries the least of them.
+ * bound, and the relaxed longest paths, one relaxation for all the device
+ * orders of a (ranks, schedule, v), when few of those are left to bound):
+ * the answer carries the least of them.
  *
  * Ownership: a partd_training_cfg owns its lists, simulator and scratch
  * (partd__training_cfg_free); a partd_training_plan owns its arrays
@@ -128,6 +129,16 @@ int partd__training_plan_cmp(const partd_training_plan *a, const partd_training_
  * what it did. */
 double partd__training_bound(const partd_training_model *md, partd_training_cfg *c,
                              const uint32_t *cut, uint32_t iters, double stop, uint64_t *work);
+
+/* The same for every plan of c's schedule, v and S under any of n_orders
+ * device orders (devs: n_orders x S, each rank's device under each, c's
+ * own first; NULL: c's order alone), from the bound `fluid`, which holds
+ * for all of them: one bound on a whole class of configurations. Rounds
+ * while *work has grown by less than budget. */
+double partd__training_bound_orders(const partd_training_model *md, partd_training_cfg *c,
+                                    const uint32_t *cut, const uint32_t *devs,
+                                    uint32_t n_orders, double fluid, uint64_t budget,
+                                    double stop, uint64_t *work);
 
 /* The fluid bound of ranks on devices dev[0..S): all work over all speed,
  * and the largest unit's work over the fastest speed (a unit is never
