@@ -30,6 +30,7 @@
 /* Paths and assignments kept at most; rounds of play on their matrix. */
 #define MAX_PATHS 48
 #define MAX_ANSWERS 48
+_Static_assert(2 * PARTD_TRAINING_BOUND_RANKS <= MAX_PATHS, "room for the paths that follow devices");
 #define PLAY_ROUNDS 100
 
 double partd__training_fluid(const partd_training_model *md, const uint32_t *dev, uint32_t S)
@@ -576,7 +577,7 @@ static int relax_init(relax *r, const partd_training_model *md, partd_training_c
             r->speeds[(size_t)o * V + j] = md->req->devices[devs[(size_t)o * S + c->rank[j]]].speed;
     }
     free(dev_of);
-    if (r->D > MAX_PATHS / 2)
+    if (r->D > PARTD_TRAINING_BOUND_RANKS)
         r->D = 0; /* no room for the paths that follow devices */
     r->dmin = calloc(V, sizeof *r->dmin);
     r->path = malloc((size_t)MAX_PATHS * 5 * V * sizeof *r->path);

@@ -59,7 +59,7 @@
 /* The relaxation bounds configurations only when it can bound every one
  * below the best step (the least bound is the answer's): at most this many
  * (ranks, schedule, v), each over all its device orders. */
-#define BOUND_COMBOS 64
+#define BOUND_COMBOS 256
 
 typedef struct desc {
     uint8_t sched, v;
@@ -817,14 +817,24 @@ static int bound_classes(large *L, const scored *sc, double stop, double *lb)
         if (sc[i].fluid <= stop && count[c] != count[c + 1] && at[count[c]] == i)
             by[nb++] = c;
     }
+    /* those the relaxation leaves out first: the others stop past them */
+    uint32_t keep = 0;
+    for (uint32_t ib = 0; rc == PARTD_OK && ib < nb; ib++) {
+        uint32_t cb = by[ib];
+        const scored *first = &sc[at[count[cb]]];
+        if (below <= BOUND_COMBOS && first->p.cut &&
+            sp->d[first->k].S <= PARTD_TRAINING_BOUND_RANKS)
+            by[keep++] = cb;
+        else
+            *lb = fluid[cb] < *lb ? fluid[cb] : *lb;
+    }
+    nb = keep;
     uint64_t start = L->work;
     for (uint32_t ib = 0; rc == PARTD_OK && ib < nb; ib++) {
         uint32_t cb = by[ib], lo = count[cb], hi = count[cb + 1];
-        if (lo == hi)
-            continue;
         double v = fluid[cb];
         const scored *first = &sc[at[lo]];
-        if (below <= BOUND_COMBOS && first->p.cut && L->work - start < WORK_BOUND) {
+        if (v <= *lb * (1 + 1e-9) && L->work - start < WORK_BOUND) {
             partd_training_cfg c;
             if ((rc = build(sp, first->k, &c)) != PARTD_OK)
                 break;
@@ -905,11 +915,12 @@ static int heuristic(space *sp, best *b, partd_training_stats *st, double *lower
     /* bounds: every configuration whose fluid bound is below the best step,
      * a (ranks, schedule, v) at a time, over all its device orders at once */
     double lb = b->any && b->p.feasible ? b->p.step : INFINITY;
+    /* the device sequences left out: no bound past the least of theirs */
+    if (sp->partial && sp->partial_lb < lb)
+        lb = sp->partial_lb;
     double stop = lb * (1 + 1e-9);
     if (rc == PARTD_OK)
         rc = bound_classes(&L, sc, stop, &lb);
-    if (sp->partial && sp->partial_lb < lb)
-        lb = sp->partial_lb;
     *lower = lb;
     st->work += L.work;
     for (uint32_t k = 0; k < sp->n; k++)

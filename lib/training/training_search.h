@@ -130,6 +130,11 @@ int partd__training_plan_cmp(const partd_training_plan *a, const partd_training_
 double partd__training_bound(const partd_training_model *md, partd_training_cfg *c,
                              const uint32_t *cut, uint32_t iters, double stop, uint64_t *work);
 
+/* The relaxation follows each device's rank (the fluid bound with the
+ * bubbles) up to this many ranks; past them it bounds little beyond the
+ * fluid bound, and the search leaves it out. */
+#define PARTD_TRAINING_BOUND_RANKS 24
+
 /* The same for every plan of c's schedule, v and S under any of n_orders
  * device orders (devs: n_orders x S, each rank's device under each, c's
  * own first; NULL: c's order alone), from the bound `fluid`, which holds
