@@ -240,6 +240,13 @@ char *partd_metrics_render(partd_metrics *m, const partd_metrics_gauges *g, size
             atomic_load(&m->cache_hits));
     counter(&b, "partd_cache_misses_total", "Submissions that needed planning.",
             atomic_load(&m->cache_misses));
+    bprintf(&b, "# HELP partd_http_decodes_stopped_total Request bodies whose decoding was "
+                "stopped: past --request-timeout-s, or at shutdown.\n"
+                "# TYPE partd_http_decodes_stopped_total counter\n"
+                "partd_http_decodes_stopped_total{reason=\"timeout\"} %llu\n"
+                "partd_http_decodes_stopped_total{reason=\"shutdown\"} %llu\n",
+            (unsigned long long)atomic_load(&m->decodes_stopped[PARTD_METRICS_STOP_TIMEOUT]),
+            (unsigned long long)atomic_load(&m->decodes_stopped[PARTD_METRICS_STOP_SHUTDOWN]));
     gauge(&b, "partd_cache_bytes", "Bytes held by the in-memory result cache.",
           (double)g->cache_bytes);
     gauge(&b, "partd_cache_entries", "Results held by the in-memory result cache.",

@@ -48,6 +48,9 @@ const char *partd_metrics_route_label(partd_route r);
 #define PARTD_METRICS_JOB_STATUSES 5
 #define PARTD_METRICS_FIRST_FINAL_STATUS 2
 
+#define PARTD_METRICS_STOP_TIMEOUT 0
+#define PARTD_METRICS_STOP_SHUTDOWN 1
+
 typedef struct partd_histogram {
     const double *bounds;      /* seconds, ascending */
     unsigned n_bounds;
@@ -68,6 +71,10 @@ typedef struct partd_metrics {
      * shared store; jobs_write.c). */
     atomic_int_fast64_t ends_unwritten;
     atomic_uint_fast64_t cache_hits, cache_misses;
+    /* Request bodies whose decoding was stopped before it ended, by why:
+     * PARTD_METRICS_STOP_TIMEOUT (--request-timeout-s) or
+     * PARTD_METRICS_STOP_SHUTDOWN (SIGTERM). */
+    atomic_uint_fast64_t decodes_stopped[2];
     double start_time_s;
     /* A store shared by replicas, once work sharing has started (NULL
      * before and on a store of one's own), set by the job engine: whoever

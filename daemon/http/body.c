@@ -10,8 +10,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/log.h"
 #include "core/text.h"
 #include "http_internal.h"
+#include "partd/clock.h"
 #include "partd/partd.h"
 
 /* Past --max-body-bytes a body is read and dropped up to this much (or the
@@ -105,22 +107,76 @@ int partd__http_body_admit(struct MHD_Connection *c, partd__http_req *rq, partd_
     }
     /* Only a request with an Idempotency-Key needs its body's digest. */
     int digest = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key") != NULL;
-    partd_intake_limits lim = {set->max_body_bytes, &h->ctx->limits, charge_growth, rq, digest};
+    /* The body's decoding has --request-timeout-s, as its arrival has
+     * (partd_http_cut_slow): a body that arrived in time but expands to
+     * more than can be decoded in time is stopped, not decoded to its end
+     * by a thread nobody waits for. */
+    partd_cancel_init(&rq->cancel, (int64_t)set->request_timeout_s * 1000);
+    rq->decode_limits = h->ctx->limits;
+    rq->decode_limits.cancel = &rq->cancel;
+    partd_intake_limits lim = {set->max_body_bytes, &rq->decode_limits, charge_growth, rq, digest};
     rq->http = h;
     rq->intake = partd_intake_new(rq->body_coding, &lim);
     if (!rq->intake) {
         *result = partd__http_send_store_error(c, rq, PARTD_ENOMEM);
         return 1;
     }
-    rq->takes_body = 1;
+    rq->takes_body = 1; /* and watched (server.c): a cut or SIGTERM stops it */
     return 0;
+}
+
+int partd__http_body_stopped(partd_http *h, partd__http_req *rq, int rc)
+{
+    /* A cut raises the flag (ECANCELLED) only once the deadline has passed:
+     * a timeout either way. */
+    int why = rc == PARTD_ETIMEOUT || atomic_load(&rq->stop_why) == PARTD_HTTP_STOP_TIMEOUT
+                  ? PARTD_HTTP_STOP_TIMEOUT
+                  : PARTD_HTTP_STOP_SHUTDOWN;
+    if (!rq->stop_counted) {
+        rq->stop_counted = 1;
+        atomic_fetch_add(&h->ctx->metrics->decodes_stopped[why == PARTD_HTTP_STOP_TIMEOUT
+                                                               ? PARTD_METRICS_STOP_TIMEOUT
+                                                               : PARTD_METRICS_STOP_SHUTDOWN],
+                         1);
+        partd_log_field f[] = {
+            PARTD_LF_S("reason", why == PARTD_HTTP_STOP_TIMEOUT ? "timeout" : "shutdown"),
+            PARTD_LF_S("path", rq->path),
+            PARTD_LF_N("body_bytes", rq->intake ? partd_intake_bytes(rq->intake) : 0),
+            PARTD_LF_N("duration_ms", (double)(partd_clock_ns() - rq->start_ns) / 1e6),
+            PARTD_LF_END};
+        partd_log("warn", "decode-stopped", f);
+    }
+    return why;
+}
+
+enum MHD_Result partd__http_send_stopped(struct MHD_Connection *c, partd__http_req *rq,
+                                         partd_http *h, int rc)
+{
+    if (partd__http_body_stopped(h, rq, rc) == PARTD_HTTP_STOP_TIMEOUT) {
+        char detail[160];
+        snprintf(detail, sizeof detail,
+                 "the request was not received and decoded within %llu s (--request-timeout-s)",
+                 (unsigned long long)h->ctx->settings.request_timeout_s);
+        /* RFC 9110 section 15.5.9: the server closes the connection. */
+        return partd__http_send_problem(c, rq, 408, "request-timeout", "Request timeout", detail,
+                                        NULL, MHD_HTTP_HEADER_CONNECTION, "close");
+    }
+    return partd__http_send_problem(c, rq, 503, "request-cancelled", "Request cancelled",
+                                    "the server is shutting down; decoding the request was "
+                                    "stopped",
+                                    NULL, MHD_HTTP_HEADER_RETRY_AFTER, "5");
 }
 
 int partd__http_body_take(partd_http *h, partd__http_req *rq, const char *data, size_t n)
 {
     uint64_t max = h->ctx->settings.max_body_bytes;
-    if (!rq->too_big && rq->intake && partd_intake_take(rq->intake, data, n) == PARTD_OK)
-        return 1;
+    if (!rq->too_big && rq->intake) {
+        int rc = partd_intake_take(rq->intake, data, n);
+        if (rc == PARTD_OK)
+            return 1;
+        if (rc == PARTD_ECANCELLED || rc == PARTD_ETIMEOUT)
+            partd__http_body_stopped(h, rq, rc);
+    }
     /* Refused (too large, undecodable, no memory): the rest is read and
      * dropped, up to a bound, so that the client, still sending, gets its
      * answer; a chunked body that never ends is cut off rather than read

@@ -130,6 +130,10 @@ static enum MHD_Result submit(struct MHD_Connection *c, partd__http_req *rq,
     partd_problem_init(&problem);
     char digest[72] = "";
     int err = partd_intake_end(rq->intake, digest, &problem);
+    if (err == PARTD_ECANCELLED || err == PARTD_ETIMEOUT) {
+        partd_problem_free(&problem);
+        return partd__http_send_stopped(c, rq, rq->http, err);
+    }
     if (err != PARTD_OK)
         return body_refused(c, rq, &problem);
     if (idem) {
@@ -149,6 +153,10 @@ static enum MHD_Result submit(struct MHD_Connection *c, partd__http_req *rq,
     partd_request *req = NULL;
     partd_blob packed;
     err = partd_intake_finish(rq->intake, &req, &packed, &problem);
+    if (err == PARTD_ECANCELLED || err == PARTD_ETIMEOUT) {
+        partd_problem_free(&problem);
+        return partd__http_send_stopped(c, rq, rq->http, err);
+    }
     if (err != PARTD_OK) {
         enum MHD_Result r = decode_failed(c, rq, err, &problem);
         partd_problem_free(&problem);

@@ -89,6 +89,11 @@ const char *partd_http_address(const partd_http *h);
  * trickle a byte at a time). Called periodically from the loop thread. */
 void partd_http_cut_slow(partd_http *h);
 
+/* SIGTERM: every request body being decoded stops decoding (answered 503
+ * request-cancelled when its connection is still there), so that no HTTP
+ * thread holds the shutdown up. Any thread; NULL is a no-op. */
+void partd_http_stop_decoding(partd_http *h);
+
 /* Closes the listening socket and joins the HTTP threads. */
 void partd_http_stop(partd_http *h);
 

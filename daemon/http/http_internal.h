@@ -47,6 +47,8 @@
 #include "http.h"
 #include "jobs/cache.h"
 #include "jobs/intake.h"
+#include "partd/cancel.h"
+#include "partd/decode.h"
 #include "partd/problem.h"
 #include "store/store.h"
 
@@ -65,8 +67,18 @@ typedef struct partd__http_conn {
     partd__http_conn_phase phase;
     int64_t phase_start_ns;
     int cut;
+    /* The request whose body is being decoded on this connection (NULL
+     * when none): the loop thread stops its decoding through it (a cut,
+     * SIGTERM). Set and cleared by the connection's HTTP thread, read by
+     * others, always under partd_http.conns_lock. */
+    struct partd__http_req *decoding;
     struct partd__http_conn *prev, *next;
 } partd__http_conn;
+
+/* Why a request's decoding was stopped (partd__http_req.stop_why). */
+#define PARTD_HTTP_STOP_NONE 0
+#define PARTD_HTTP_STOP_TIMEOUT 1  /* --request-timeout-s passed */
+#define PARTD_HTTP_STOP_SHUTDOWN 2 /* SIGTERM */
 
 struct partd_http {
     partd_http_context *ctx;
@@ -107,6 +119,13 @@ typedef struct partd__http_req {
     int over_budget;           /* --max-inflight-bytes refused the body */
     uint64_t discarded;        /* bytes read and dropped after a refusal */
     partd_coding body_coding;  /* the body's Content-Encoding */
+    /* The body's decoding stops when this is raised (a cut, SIGTERM) or its
+     * deadline (--request-timeout-s from admission) passes; the intake's
+     * decode limits point at it. */
+    partd_cancel cancel;
+    partd_decode_limits decode_limits;
+    atomic_int stop_why;       /* PARTD_HTTP_STOP_*, the first reason given */
+    int stop_counted;          /* the stop was logged and counted */
     struct MHD_Response *out_of_memory; /* partd_http's, borrowed */
 } partd__http_req;
 
@@ -213,6 +232,16 @@ int partd__http_body_admit(struct MHD_Connection *c, partd__http_req *rq, partd_
 /* Hands a piece of the body to the intake; once the body is refused it
  * only counts what it drops. 0 when the connection must close. */
 int partd__http_body_take(partd_http *h, partd__http_req *rq, const char *data, size_t n);
+
+/* The intake (rc, its take or end or finish) was stopped by the request's
+ * cancel: logs and counts it once. Returns PARTD_HTTP_STOP_TIMEOUT or
+ * PARTD_HTTP_STOP_SHUTDOWN. */
+int partd__http_body_stopped(partd_http *h, partd__http_req *rq, int rc);
+
+/* Answers a request whose decoding was stopped: 408 request-timeout (with
+ * Connection: close) or 503 request-cancelled (shutting down). */
+enum MHD_Result partd__http_send_stopped(struct MHD_Connection *c, partd__http_req *rq,
+                                         partd_http *h, int rc);
 
 /* 503: the in-flight budget is spent. */
 enum MHD_Result partd__http_send_busy(struct MHD_Connection *c, partd__http_req *rq);

@@ -80,6 +80,47 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     }
 }
 
+/* Stops rq's decoding (the caller holds conns_lock, so rq is alive): the
+ * reason first, then the flag the decoder looks at. */
+static void stop_decoding(partd__http_req *rq, int why)
+{
+    int none = PARTD_HTTP_STOP_NONE;
+    atomic_compare_exchange_strong(&rq->stop_why, &none, why);
+    atomic_store(&rq->cancel.cancelled, 1);
+}
+
+/* Registers rq (its body about to be decoded) with its connection, so
+ * that a cut or SIGTERM stops its decoding; raised at once when the server
+ * is already draining. The completion callback ends it. */
+static void watch(partd_http *h, partd__http_req *rq)
+{
+    if (!rq->conn)
+        return; /* untracked (no memory): its deadline alone stops it */
+    pthread_mutex_lock(&h->conns_lock);
+    rq->conn->decoding = rq;
+    /* After the registration: a SIGTERM that walked the connections before
+     * it has set the phase already. */
+    if (atomic_load(&h->ctx->phase) == PARTD_HTTP_DRAINING)
+        stop_decoding(rq, PARTD_HTTP_STOP_SHUTDOWN);
+    pthread_mutex_unlock(&h->conns_lock);
+}
+
+void partd_http_stop_decoding(partd_http *h)
+{
+    if (!h)
+        return;
+    unsigned n = 0;
+    pthread_mutex_lock(&h->conns_lock);
+    for (partd__http_conn *cr = h->conns; cr; cr = cr->next)
+        if (cr->decoding) {
+            stop_decoding(cr->decoding, PARTD_HTTP_STOP_SHUTDOWN);
+            n++;
+        }
+    pthread_mutex_unlock(&h->conns_lock);
+    if (n)
+        partd_log_msg("info", "http", "stopping the decoding of %u request body(ies)", n);
+}
+
 void partd_http_cut_slow(partd_http *h)
 {
     int64_t now = partd_clock_ns();
@@ -95,6 +136,9 @@ void partd_http_cut_slow(partd_http *h)
             /* libmicrohttpd sees the connection fail and closes it. */
             shutdown(cr->fd, SHUT_RDWR);
             cr->cut = 1;
+            /* Its thread may be busy decoding what it already received. */
+            if (cr->decoding)
+                stop_decoding(cr->decoding, PARTD_HTTP_STOP_TIMEOUT);
             cut++;
         }
     }
@@ -168,6 +212,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             set_phase(h, rq->conn, PARTD_HTTP_CONN_ANSWERING);
             return result;
         }
+        if (rq->takes_body)
+            watch(h, rq);
         set_phase(h, rq->conn, PARTD_HTTP_CONN_BODY);
         return MHD_YES;
     }
@@ -215,7 +261,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!rq)
         return;
     *con_cls = NULL;
-    /* A kept-alive connection's next request starts its clock now. */
+    /* A kept-alive connection's next request starts its clock now, and
+     * nothing may reach rq through its connection once it is freed. */
+    if (rq->conn) {
+        pthread_mutex_lock(&h->conns_lock);
+        if (rq->conn->decoding == rq)
+            rq->conn->decoding = NULL;
+        pthread_mutex_unlock(&h->conns_lock);
+    }
     set_phase(h, rq->conn, PARTD_HTTP_CONN_HEADERS);
     double secs = (double)(partd_clock_ns() - rq->start_ns) / 1e9;
     (void)c;
@@ -357,6 +410,9 @@ void partd_http_stop(partd_http *h)
     if (!h)
         return;
     if (h->daemon) {
+        /* A thread inside a body's decoding would hold the stop up until
+         * the body's end. */
+        partd_http_stop_decoding(h);
         MHD_stop_daemon(h->daemon); /* closes the listening socket too */
         h->listen_fd = -1;
     }

@@ -101,6 +101,10 @@ static int take_plain(void *ctx, const char *data, size_t n)
         partd_codec_packer_free(in->packer);
         in->packer = NULL;
     }
+    /* Stopped (cancelled, past its deadline): nothing of the body is wanted
+     * any more, not even its digest, so the decompression stops too. */
+    if (in->decode_rc == PARTD_ECANCELLED || in->decode_rc == PARTD_ETIMEOUT)
+        return in->decode_rc;
     return PARTD_OK;
 }
 
@@ -121,6 +125,14 @@ int partd_intake_take(partd_intake *in, const char *data, size_t n)
 uint64_t partd_intake_bytes(const partd_intake *in)
 {
     return in->sent_bytes;
+}
+
+/* Moves the decoder's problem document into pb. */
+static void hand_problem(partd_intake *in, partd_problem *pb)
+{
+    partd_problem_free(pb);
+    *pb = in->decode_problem;
+    partd_problem_init(&in->decode_problem);
 }
 
 int partd_intake_end(partd_intake *in, char digest[72], partd_problem *pb)
@@ -154,6 +166,10 @@ int partd_intake_end(partd_intake *in, char digest[72], partd_problem *pb)
                               "the body is larger than %llu bytes (--max-body-bytes)",
                               (unsigned long long)in->lim.max_body_bytes);
         return PARTD_ETOOBIG;
+    case PARTD_ETIMEOUT:
+    case PARTD_ECANCELLED:
+        hand_problem(in, pb); /* the decoder's 408 request-timeout or 503 */
+        return in->rc;
     case PARTD_EMALFORMED:
         partd_problem_set(pb, 400, "undecodable-body", "Undecodable body",
                           "the body is not a complete %s stream (Content-Encoding: %s)", coding,
@@ -163,14 +179,6 @@ int partd_intake_end(partd_intake *in, char digest[72], partd_problem *pb)
         intake_oom(pb);
         return PARTD_ENOMEM;
     }
-}
-
-/* Moves the decoder's problem document into pb. */
-static void hand_problem(partd_intake *in, partd_problem *pb)
-{
-    partd_problem_free(pb);
-    *pb = in->decode_problem;
-    partd_problem_init(&in->decode_problem);
 }
 
 int partd_intake_finish(partd_intake *in, partd_request **out, partd_blob *packed,

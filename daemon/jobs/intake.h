@@ -45,7 +45,10 @@ partd_intake *partd_intake_new(partd_coding coding, const partd_intake_limits *l
 /* Takes the next bytes of the body as sent. Returns PARTD_OK while the body
  * may still be good, else the reason it is refused (it stays refused, and
  * later pieces are only counted): PARTD_ETOOBIG, PARTD_EMALFORMED,
- * PARTD_EINVALID is never returned here (those errors come at the end). */
+ * PARTD_ENOMEM, or PARTD_ECANCELLED / PARTD_ETIMEOUT when the cancel of the
+ * decode limits stopped it (then nothing more is decompressed, digested or
+ * decoded). PARTD_EINVALID is never returned here (those errors come at the
+ * end). */
 int partd_intake_take(partd_intake *in, const char *data, size_t n);
 
 /* Bytes of the body as sent, taken so far. */
@@ -55,7 +58,8 @@ uint64_t partd_intake_bytes(const partd_intake *in);
  * digest gets "sha256:"-less hex of the plain body, or "" when the limits did
  * not ask for it. On error the problem is
  * filled: 413 (PARTD_ETOOBIG), 400 (PARTD_EMALFORMED: an undecodable coding),
- * 503 (PARTD_ENOMEM). */
+ * 503 (PARTD_ENOMEM), 408 request-timeout (PARTD_ETIMEOUT) or 503
+ * request-cancelled (PARTD_ECANCELLED): the decoder's, see decode.h. */
 int partd_intake_end(partd_intake *in, char digest[72], partd_problem *pb);
 
 /* After partd_intake_end succeeded: the decoded request and the packed body

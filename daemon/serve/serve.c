@@ -90,6 +90,9 @@ static void on_signal(uv_signal_t *h, int signum)
     partd_log_msg("info", "shutdown", "%s received: draining (grace %llu ms)",
                   signum == SIGTERM ? "SIGTERM" : "SIGINT",
                   (unsigned long long)s->cfg.shutdown_grace_ms);
+    /* No new job is taken now: bodies being decoded are stopped rather
+     * than decoded to their end. */
+    partd_http_stop_decoding(s->http);
     partd_jobs_drain(s->svc.jobs, s->cfg.shutdown_grace_ms);
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/encoding.h"
 #include "jobs/intake.h"
+#include "partd/cancel.h"
 #include "partd/decode.h"
 #include "partd/hash.h"
 #include "partd/partd.h"
@@ -286,6 +287,43 @@ static void test_the_budget_is_asked_as_the_body_grows(void **state)
     free(body);
 }
 
+/* A raised cancel (a cut connection, SIGTERM) or a passed deadline stops
+ * the whole intake at once: the take says so, nothing more is decoded or
+ * digested, and the end answers 503 request-cancelled or 408
+ * request-timeout. */
+static void test_a_cancel_stops_the_intake(void **state)
+{
+    (void)state;
+    char *body = chain(50);
+    size_t len = strlen(body);
+    for (int timeout = 0; timeout < 2; timeout++) {
+        partd_cancel cancel;
+        partd_cancel_init(&cancel, 0);
+        if (timeout)
+            cancel.deadline_ns = 1; /* long past */
+        else
+            atomic_store(&cancel.cancelled, 1);
+        partd_decode_limits dl = {0};
+        dl.cancel = &cancel;
+        partd_intake_limits lim = {BIG, &dl, NULL, NULL, 1};
+        partd_intake *in = partd_intake_new(PARTD_CODING_IDENTITY, &lim);
+        assert_non_null(in);
+        int want = timeout ? PARTD_ETIMEOUT : PARTD_ECANCELLED;
+        assert_int_equal(partd_intake_take(in, body, len), want);
+        assert_int_equal(partd_intake_take(in, body, len), want); /* stays stopped */
+        partd_problem pb;
+        partd_problem_init(&pb);
+        char digest[72];
+        assert_int_equal(partd_intake_end(in, digest, &pb), want);
+        assert_int_equal(pb.status, timeout ? 408 : 503);
+        assert_string_equal(pb.type, timeout ? "urn:partd:problem:request-timeout"
+                                             : "urn:partd:problem:request-cancelled");
+        partd_problem_free(&pb);
+        partd_intake_free(in);
+    }
+    free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_malformed_json_keeps_the_digest_whole),
         cmocka_unit_test(test_invalid_requests_are_422_with_pointers),
         cmocka_unit_test(test_the_budget_is_asked_as_the_body_grows),
+        cmocka_unit_test(test_a_cancel_stops_the_intake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
