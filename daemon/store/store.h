@@ -191,7 +191,10 @@ int partd_store_pending(partd_store *s, partd_store_pending_fn fn, void *ctx);
 
 /* The clock the store's times are compared against, in ms since the epoch:
  * a shared store's database server's (so that replicas whose clocks
- * disagree still agree on what is old), else this process's. PARTD_OK or
+ * disagree still agree on what is old), else this process's. A shared
+ * store also writes the times retention compares (a job's finished_ms, a
+ * result's last use) on that clock, whatever the caller passed, so that a
+ * replica whose clock runs behind cannot make its jobs look old. PARTD_OK or
  * PARTD_EIO (the server is unreachable). */
 int partd_store_now_ms(partd_store *s, int64_t *now_ms);
 

@@ -81,7 +81,7 @@ static int insert_job(void *state, const partd_job_row *row, const char *idem_ke
                        "WITH ins AS (INSERT INTO jobs (id, status, created_ms, started_ms, "
                        "finished_ms, graph_hash, cache_key, cached, summary, error, error_status, "
                        "idempotency_key, request_digest, request, about) VALUES ($1, $2, $3, $4, "
-                       "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING status) "
+                       "CASE WHEN $5::bigint IS NULL THEN NULL ELSE " PARTD_PG_NOW_MS " END, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING status) "
                        "SELECT pg_notify('" PARTD_PG_CHANNEL "', '') FROM ins "
                        "WHERE status = 'queued'",
                        &p, "inserting a job", idem_key ? CONFLICT_OK : 0, &rc);
@@ -194,8 +194,8 @@ static const char REQUEUE_SQL[] =
 /* The start time when given (a job finished from the cache was never marked
  * running), else the one its claim wrote stays. */
 static const char FINISH_SQL[] =
-    "UPDATE jobs SET status = $4, finished_ms = $5, summary = $6, error = $7, "
-    "error_status = $8, cached = $9, started_ms = coalesce($10, started_ms), "
+    "UPDATE jobs SET status = $4, finished_ms = " PARTD_PG_NOW_MS ", summary = $5, error = $6, "
+    "error_status = $7, cached = $8, started_ms = coalesce($9, started_ms), "
     "request = NULL, lease_until_ms = NULL WHERE id = $1" STILL_CLAIMED;
 
 static const char *finish_params(const partd_job_row *row, partd__pg_params *p)
@@ -206,7 +206,6 @@ static const char *finish_params(const partd_job_row *row, partd__pg_params *p)
     if (!partd_job_finished(row->status))
         return REQUEUE_SQL;
     partd__pg_param_text(p, partd_job_status_name(row->status));
-    partd__pg_param_i64(p, row->finished_ms);
     partd__pg_param_text(p, row->summary);
     partd__pg_param_text(p, row->error);
     partd__pg_param_i64(p, row->error_status);
@@ -253,13 +252,14 @@ static int finish_jobs(void *state, const partd_store_result *result,
 
 static int cancel_job(void *state, const char *id, int64_t finished_ms, partd_job_row *row)
 {
+    (void)finished_ms; /* the database's clock instead (store.h) */
     partd__pg_params p = {0};
     partd__pg_param_text(&p, id);
-    partd__pg_param_i64(&p, finished_ms);
     int rc;
     /* One statement: no replica can finish the job in between. */
     PGresult *r = run1(state,
-                       "UPDATE jobs SET status = 'cancelled', finished_ms = $2, summary = NULL, "
+                       "UPDATE jobs SET status = 'cancelled', finished_ms = " PARTD_PG_NOW_MS ", "
+                       "summary = NULL, "
                        "error = NULL, error_status = 0, request = NULL, lease_until_ms = NULL "
                        "WHERE id = $1 AND status IN ('queued', 'running') RETURNING "
                        PARTD_PG_JOB_COLUMNS,
@@ -322,10 +322,11 @@ static int get_result(void *state, const char *cache_key, partd_blob *forms, cha
 
 static int touch_result(void *state, const char *cache_key, int64_t now_ms)
 {
+    (void)now_ms; /* the database's clock instead (store.h) */
     partd__pg_params p = {0};
     partd__pg_param_text(&p, cache_key);
-    partd__pg_param_i64(&p, now_ms);
-    return write_by_key(state, "UPDATE results SET used_ms = $2 WHERE cache_key = $1", &p,
+    return write_by_key(state,
+                        "UPDATE results SET used_ms = " PARTD_PG_NOW_MS " WHERE cache_key = $1", &p,
                         "touching a result");
 }
 
