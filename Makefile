@@ -210,6 +210,7 @@ bench: $(BENCH_BIN) $(PARTD)
 	@echo "== bench/bench_export.py"; $(PYTHON) bench/bench_export.py
 	@echo "== bench/bench_step.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_step.py
 	@echo "== bench/bench_cache_rss.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_cache_rss.py
+	@echo "== bench/bench_fx_modes.py"; PARTD_BIN=$(abspath $(PARTD)) $(PYTHON) bench/bench_fx_modes.py
 
 install: $(PARTD) $(LIBPARTD)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/partd

@@ -13,6 +13,7 @@
  *                     and the name-list helper the options share;
  *   decode_options.c  options (a small jansson tree, like devices);
  *   decode_training.c options.training;
+ *   decode_aot.c      options.aot (mode aot_based);
  *   decode_state.c    the state all parts write to (partd_dec): problem,
  *                     out-of-memory flag, bounded sums, release;
  *   json_read.c       typed reading of the small parts' members;
@@ -94,6 +95,9 @@ int partd__decode_name_list(partd_dec *d, json_t *v, const char *ptr, uint32_t m
 void partd__decode_devices(partd_dec *d, json_t *devices, const partd_decode_limits *lim);
 void partd__decode_options(partd_dec *d, json_t *o);
 void partd__decode_options_set_defaults(partd_request *req);
+/* options.aot against the linked graph and devices (decode_aot.c); only in
+ * mode aot_based, where it is required (o NULL: absent). */
+void partd__decode_aot_options(partd_dec *d, json_t *o);
 /* The reference passes, once every node has decoded. */
 void partd__decode_link(partd_dec *d);
 void partd__decode_release(partd_dec *d);

@@ -430,6 +430,7 @@ static int build_planning_order(partd_dec *d, const uint32_t *order)
              permute(&g->name, sizeof *g->name, order, n) |
              permute(&g->target, sizeof *g->target, order, n) |
              permute(&g->module, sizeof *g->module, order, n) |
+             permute(&g->module_type, sizeof *g->module_type, order, n) |
              permute(&g->output_bytes, sizeof *g->output_bytes, order, n) |
              permute(&g->param_bytes, sizeof *g->param_bytes, order, n) |
              permute(&g->latency_ms, sizeof *g->latency_ms, order, n) |

@@ -26,6 +26,7 @@ static const char *const member_names[] = {
     [PARTD_GM_M_OUTPUT_BYTES] = "output_bytes", [PARTD_GM_M_LATENCY] = "latency_ms",
     [PARTD_GM_M_MEM_LATENCY] = "mem_latency_ms", [PARTD_GM_M_BACKWARD] = "backward_ms",
     [PARTD_GM_M_WEIGHT_GRAD] = "weight_grad_ms", [PARTD_GM_M_META] = "meta",
+    [PARTD_GM_M_MODULE_TYPE] = "module_type",
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -104,7 +105,7 @@ static void scalar_of(const partd_gstream *gs, const partd_capture *c, partd_sca
 /* Every key partd__decode_node_classify knows: the hint of an unknown one. */
 const char *const partd__decode_node_members[] = {
     "name", "op", "target", "inputs", "output_bytes", "param_bytes", "params", "latency_ms",
-    "mem_latency_ms", "backward_ms", "weight_grad_ms", "module", "meta", NULL};
+    "mem_latency_ms", "backward_ms", "weight_grad_ms", "module", "module_type", "meta", NULL};
 
 partd_gmember partd__decode_node_classify(const char *key, size_t len)
 {
@@ -122,6 +123,7 @@ partd_gmember partd__decode_node_classify(const char *key, size_t len)
     case 'b': return IS("backward_ms") ? PARTD_GM_M_BACKWARD : PARTD_GM_M_UNKNOWN;
     case 'm': return IS("mem_latency_ms") ? PARTD_GM_M_MEM_LATENCY
                      : IS("module")       ? PARTD_GM_M_MODULE
+                     : IS("module_type")  ? PARTD_GM_M_MODULE_TYPE
                      : IS("meta")         ? PARTD_GM_M_META
                                           : PARTD_GM_M_UNKNOWN;
     }
@@ -154,7 +156,7 @@ static int grow_nodes(partd_gstream *gs, uint32_t need)
     partd_dec *d = gs->d;
 #define RESIZE(a, extra) resize(&(a), sizeof *(a), c + (extra))
     if (RESIZE(g->op, 0) || RESIZE(g->has_params, 0) || RESIZE(g->name, 0) ||
-        RESIZE(g->target, 0) || RESIZE(g->module, 0) || RESIZE(g->request_index, 0) ||
+        RESIZE(g->target, 0) || RESIZE(g->module, 0) || RESIZE(g->module_type, 0) || RESIZE(g->request_index, 0) ||
         RESIZE(g->output_bytes, 0) || RESIZE(g->param_bytes, 0) || RESIZE(g->latency_ms, 0) ||
         RESIZE(g->mem_latency_ms, 0) || RESIZE(g->backward_ms, 0) ||
         RESIZE(g->has_backward, 0) || RESIZE(g->weight_grad_ms, 0) ||
@@ -173,13 +175,14 @@ static void stop_storing(partd_gstream *gs)
     gs->storing = 0;
     partd_problem_free(&gs->pb_nodes);
     partd_problem_init(&gs->pb_nodes);
-    void *arrays[] = {g->op, g->has_params, g->name, g->target, g->module, g->request_index,
+    void *arrays[] = {g->op, g->has_params, g->name, g->target, g->module, g->module_type,
+                      g->request_index,
                       g->output_bytes, g->param_bytes, g->latency_ms, g->mem_latency_ms,
                       g->backward_ms, g->has_backward, g->weight_grad_ms, g->has_weight_grad};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         free(arrays[k]);
     g->op = g->has_params = g->has_backward = g->has_weight_grad = NULL;
-    g->name = g->target = g->module = g->request_index = NULL;
+    g->name = g->target = g->module = g->module_type = g->request_index = NULL;
     g->output_bytes = g->param_bytes = NULL;
     g->latency_ms = g->mem_latency_ms = g->backward_ms = g->weight_grad_ms = NULL;
     partd__decode_release(gs->d);
@@ -214,7 +217,7 @@ partd_js_action partd__decode_node_start(partd_gstream *gs, const partd_scalar *
     d->n = i;
     d->in_name_off[i] = d->n_in_names;
     d->par_name_off[i] = d->n_par_names;
-    g->name[i] = g->target[i] = g->module[i] = PARTD_STR_NONE;
+    g->name[i] = g->target[i] = g->module[i] = g->module_type[i] = PARTD_STR_NONE;
     g->op[i] = PARTD_OP_CALL_FUNCTION;
     g->has_params[i] = g->has_backward[i] = g->has_weight_grad[i] = 0;
     g->output_bytes[i] = g->param_bytes[i] = 0;
@@ -283,11 +286,14 @@ static int member_fast(partd_gstream *gs, partd_gmember m, const partd_scalar *v
     switch (m) {
     case PARTD_GM_M_TARGET:
     case PARTD_GM_M_MODULE:
+    case PARTD_GM_M_MODULE_TYPE:
         if (v->type != JSON_STRING || v->len == 0 || v->len > PARTD_NAME_MAX_BYTES)
             return 0;
         uint32_t id = partd_strtab_intern(&gs->d->req->strings, v->s, v->len);
         gs->d->r.oom |= id == PARTD_STR_NONE;
-        *(m == PARTD_GM_M_TARGET ? &g->target[i] : &g->module[i]) = id;
+        *(m == PARTD_GM_M_TARGET ? &g->target[i]
+          : m == PARTD_GM_M_MODULE ? &g->module[i]
+                                   : &g->module_type[i]) = id;
         return 1;
     case PARTD_GM_M_OUTPUT_BYTES:
         if (v->type != JSON_INTEGER || v->i < 0 || v->i > PARTD_MAX_BYTES)
@@ -522,6 +528,7 @@ partd_js_action partd__decode_node_member(partd_gstream *gs, const partd_scalar 
     switch (m) {
     case PARTD_GM_M_TARGET: g->target[i] = partd__json_read_scalar_name(r, v, ptr); break;
     case PARTD_GM_M_MODULE: g->module[i] = partd__json_read_scalar_name(r, v, ptr); break;
+    case PARTD_GM_M_MODULE_TYPE: g->module_type[i] = partd__json_read_scalar_name(r, v, ptr); break;
     case PARTD_GM_M_INPUTS: partd__json_read_scalar_expect(r, v, ptr, JSON_ARRAY, "an array of node names"); break;
     case PARTD_GM_M_OUTPUT_BYTES: partd__json_read_scalar_bytes(r, v, ptr, 0, &g->output_bytes[i]); break;
     case PARTD_GM_M_LATENCY: partd__json_read_scalar_number(r, v, ptr, 0, 0, PARTD_DECODE_MAX_LATENCY_MS, &g->latency_ms[i]); break;

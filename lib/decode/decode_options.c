@@ -127,12 +127,15 @@ void partd__decode_options_set_defaults(partd_request *req)
 
 /* The options blocks that belong to a mode. `transfer_bytes_per_sec` and
  * `result` go with every mode and are not listed. */
-enum { BLOCK_PIPELINE = 1 << 0, BLOCK_SAC = 1 << 1, BLOCK_TRAINING = 1 << 2 };
+enum { BLOCK_PIPELINE = 1 << 0, BLOCK_SAC = 1 << 1, BLOCK_TRAINING = 1 << 2, BLOCK_AOT = 1 << 3 };
 
 static const struct {
     const char *name;
     unsigned bit;
-} blocks[] = {{"pipeline", BLOCK_PIPELINE}, {"sac", BLOCK_SAC}, {"training", BLOCK_TRAINING}};
+} blocks[] = {{"pipeline", BLOCK_PIPELINE},
+              {"sac", BLOCK_SAC},
+              {"training", BLOCK_TRAINING},
+              {"aot", BLOCK_AOT}};
 
 /* Each mode reads only its own blocks (contract v3); a block given for a
  * mode that does not read it is a 422. A new mode is one line here. */
@@ -143,6 +146,10 @@ static const struct {
     {PARTD_MODE_SIZE_BASED, BLOCK_SAC},
     {PARTD_MODE_PIPELINE, BLOCK_PIPELINE | BLOCK_SAC},
     {PARTD_MODE_TRAINING, BLOCK_TRAINING},
+    {PARTD_MODE_COST_AWARE, 0},
+    {PARTD_MODE_KL_BASED, 0},
+    {PARTD_MODE_SPARSE_NN, 0},
+    {PARTD_MODE_AOT_BASED, BLOCK_AOT},
 };
 
 /* What to say instead of "remove it, or set options.mode to the mode it is
@@ -218,7 +225,7 @@ static unsigned check_blocks(partd_dec *d, json_t *o, int mode_given)
 void partd__decode_options(partd_dec *d, json_t *o)
 {
     static const char *const members[] = {"mode", "transfer_bytes_per_sec", "pipeline",
-                                          "sac", "training", "result", NULL};
+                                          "sac", "training", "aot", "result", NULL};
     partd_request *req = d->req;
     uint32_t default_stages = req->n_devices < req->graph.n_ops ? req->n_devices
                                                                   : req->graph.n_ops;
@@ -231,7 +238,7 @@ void partd__decode_options(partd_dec *d, json_t *o)
         int e;
         partd_json_read_reject_unknown(&d->r, o, "/options", members, 0);
         /* with a mode that is no mode, every block is read for its errors */
-        unsigned read = BLOCK_PIPELINE | BLOCK_SAC | BLOCK_TRAINING;
+        unsigned read = BLOCK_PIPELINE | BLOCK_SAC | BLOCK_TRAINING | BLOCK_AOT;
         v = json_object_get(o, "mode");
         int mode_ok = !v || partd_json_read_enum(&d->r, v, "/options/mode",
                                                  partd_enums_mode_table.names, &e) == 0;
@@ -248,6 +255,8 @@ void partd__decode_options(partd_dec *d, json_t *o)
             decode_sac_options(d, json_object_get(o, "sac"));
         if (read & BLOCK_TRAINING)
             partd__decode_training_options(&d->r, json_object_get(o, "training"), req);
+        if ((read & BLOCK_AOT) || req->options.mode == PARTD_MODE_AOT_BASED)
+            partd__decode_aot_options(d, json_object_get(o, "aot"));
         decode_result_options(d, json_object_get(o, "result"));
     }
     partd__decode_training_fill_defaults(req);

@@ -334,6 +334,7 @@ void partd_request_free(partd_request *req)
     free(g->name);
     free(g->target);
     free(g->module);
+    free(g->module_type);
     free(g->request_index);
     free(g->output_bytes);
     free(g->param_bytes);
@@ -355,6 +356,10 @@ void partd_request_free(partd_request *req)
     free(req->options.pipeline.cut_after);
     free(req->options.sac.ac_units);
     free(req->options.sac.fsdp_units);
+    free(req->options.aot.part_id);
+    free(req->options.aot.part_of);
+    free(req->options.aot.dev_off);
+    free(req->options.aot.dev_idx);
     partd_modules_free(req->modules);
     partd_strtab_free(&req->strings);
     free(req->graph_name);

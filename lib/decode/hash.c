@@ -194,7 +194,8 @@ static void w_real(digest_writer *w, double x)
 }
 
 /* Keys in sorted order: backward_ms (only when given, so that graphs
- * without it keep their v1 hash), inputs, latency_ms, mem_latency_ms, module, name, op,
+ * without it keep their v1 hash), inputs, latency_ms, mem_latency_ms, module,
+ * module_type (v3, only when given), name, op,
  * output_bytes, param_bytes, params, target, weight_grad_ms (v3, only when
  * given). */
 static void w_node(digest_writer *w, const partd_request *r, uint32_t p)
@@ -219,6 +220,10 @@ static void w_node(digest_writer *w, const partd_request *r, uint32_t p)
     if (g->module[p] != PARTD_NONE) {
         w_lit(w, ",\"module\":");
         w_str(w, r, g->module[p]);
+    }
+    if (g->module_type[p] != PARTD_NONE) {
+        w_lit(w, ",\"module_type\":");
+        w_str(w, r, g->module_type[p]);
     }
     w_lit(w, ",\"name\":");
     w_str(w, r, g->name[p]);
@@ -353,6 +358,23 @@ static json_t *canonical_training(const partd_request *r)
                      "param_factor", t->param_factor);
 }
 
+static json_t *canonical_aot(const partd_request *r)
+{
+    const partd_aot_options *a = &r->options.aot;
+    json_t *of = json_array(), *dev = json_array();
+    for (uint32_t v = 0; a->part_of && v < r->graph.n_nodes; v++)
+        if (a->part_of[v] != PARTD_NONE)
+            json_array_append_new(of, json_pack("[o, I]", str(r, r->graph.name[v]),
+                                                (json_int_t)a->part_id[a->part_of[v]]));
+    for (uint32_t k = 0; k < a->n_parts; k++) {
+        json_t *names = json_array();
+        for (uint32_t i = a->dev_off[k]; i < a->dev_off[k + 1]; i++)
+            json_array_append_new(names, str(r, r->devices[a->dev_idx[i]].name));
+        json_array_append_new(dev, json_pack("[I, o]", (json_int_t)a->part_id[k], names));
+    }
+    return json_pack("{s:o, s:o}", "partition_of", of, "device_of", dev);
+}
+
 static json_t *canonical_options(const partd_request *r)
 {
     const partd_options *o = &r->options;
@@ -383,6 +405,10 @@ static json_t *canonical_options(const partd_request *r)
     json_t *doc = json_pack("{s:s, s:f, s:o, s:o}", "mode", partd_mode_name(o->mode),
                             "transfer_bytes_per_sec", o->transfer_bytes_per_sec,
                             "pipeline", pipe, "sac", sac);
+    /* Only in aot_based mode: the given map, canonical (operations in
+     * planning order, partitions by id). */
+    if (doc && o->mode == PARTD_MODE_AOT_BASED)
+        json_object_set_new(doc, "aot", canonical_aot(r));
     /* Only in training mode: every other request keeps its v1 cache_key. */
     if (doc && o->mode == PARTD_MODE_TRAINING)
         json_object_set_new(doc, "training", canonical_training(r));

@@ -4,7 +4,10 @@
 #include "partd/plan.h"
 
 #include "decode/json_read.h"
+#include "fx/aot_based.h"
+#include "fx/cost_aware.h"
 #include "fx/size_based.h"
+#include "fx/sparse_nn.h"
 #include "partd/partd.h"
 #include "pipeline/pipeline.h"
 #include "plan_internal.h"
@@ -23,6 +26,12 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
         return partd_pipeline(req, cancel, out, problem);
     case PARTD_MODE_TRAINING:
         return partd_training(req, cancel, out, problem);
+    case PARTD_MODE_COST_AWARE:
+        return partd_cost_aware(req, cancel, out, problem);
+    case PARTD_MODE_SPARSE_NN:
+        return partd_sparse_nn(req, cancel, out, problem);
+    case PARTD_MODE_AOT_BASED:
+        return partd_aot_based(req, cancel, out, problem);
     default:
         break;
     }

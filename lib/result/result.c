@@ -212,6 +212,8 @@ static void summary(out *o, const partd_request *r, const partd_plan *plan)
     key_int(o, "peak_memory_bytes", s->peak_memory_bytes);
     partd_json_out_key(o, "optimal");
     partd_json_out_bool(o, s->optimal);
+    if (s->has_latency)
+        key_real(o, "latency_ms", s->latency_ms);
     if (plan->mode == PARTD_MODE_PIPELINE) {
         /* what the stages' memory was counted for, so that the result alone
          * says what a runtime must run (partd export) */

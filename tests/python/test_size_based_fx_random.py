@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch.fx.experimental import accelerator_partitioner as ap  # noqa: E402
 from torch.fx.experimental.partitioner_utils import (  # noqa: E402
-    Device, PartitionerConfig, PartitionMode)
+    Device, NodeLatency, PartitionerConfig, PartitionMode, get_latency_of_partitioned_graph,
+    get_partition_to_latency_mapping)
 from torch.fx.passes.graph_manipulation import size_bytes  # noqa: E402
 
 PARTD = os.environ.get("PARTD_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "partd"))
@@ -54,9 +55,16 @@ def random_request(rng, max_ops=12):
     return {"graph": {"nodes": nodes}, "devices": devices, "options": {"mode": "size_based"}}
 
 
-def torch_partition(req):
+def torch_graph(req):
+    """The request's graph in torch.fx, with FX's sizes on every node; the
+    module object of a call_module node prints its module_type (what FX's
+    sparse_nn looks for)."""
     graph = torch.fx.Graph()
     by_name = {}
+
+    class FakeModule:
+        pass
+    gm = FakeModule()
     for n in req["graph"]["nodes"]:
         args = tuple(by_name[i] for i in n.get("inputs", []))
         if n["op"] == "placeholder":
@@ -67,6 +75,8 @@ def torch_partition(req):
             node = graph.output(args[0])
         elif n["op"] == "call_module":
             node = graph.create_node("call_module", n["name"], args=args)
+            kind = n.get("module_type", "Linear")
+            setattr(gm, n["name"], type(kind, (), {"__str__": lambda self, k=kind: k + "()"})())
         elif n["op"] == "call_method":
             node = graph.create_node("call_method", "add", args=args)
         else:
@@ -75,32 +85,61 @@ def torch_partition(req):
         node.size_bytes = size_bytes(out, out + n.get("param_bytes", 0))
         node.partd_name = n["name"]
         by_name[n["name"]] = node
-
-    class FakeModule:
-        pass
-    gm = FakeModule()
     gm.graph = graph
+    return gm, by_name
+
+
+def torch_partition(req, mode=PartitionMode.size_based, latency=False):
+    """PyTorch's partitions of the request in `mode`: [{nodes, logical_ids,
+    memory_bytes}] in FX's list order (and FX's cost in ms with latency), or
+    the exception FX raised."""
+    gm, by_name = torch_graph(req)
+    graph = gm.graph
     devices = [Device(d["name"], d["memory_bytes"], d.get("logical_id", i))
                for i, d in enumerate(req["devices"])]
+    options = req.get("options", {})
+    lat = {by_name[n["name"]]: NodeLatency(n.get("mem_latency_ms", 0) / 1000.0,
+                                          n.get("latency_ms", 0) / 1000.0)
+           for n in req["graph"]["nodes"] if n["op"] != "output"}
+    rate = options.get("transfer_bytes_per_sec", 1e10)
+    config = dict(mode=mode, transfer_rate_bytes_per_sec=rate, node_to_latency_mapping=lat)
+    if mode == PartitionMode.aot_based:
+        aot = options["aot"]
+        logical = {d["name"]: d.get("logical_id", i) for i, d in enumerate(req["devices"])}
+        config["node_to_partition_mapping"] = {
+            by_name[n["name"]]: aot["partition_of"][n["name"]]
+            for n in req["graph"]["nodes"] if n["name"] in aot["partition_of"]}
+        config["partition_to_logical_device_mapping"] = {
+            int(k): [logical[x] for x in (v if isinstance(v, list) else [v])]
+            for k, v in aot["device_of"].items()}
     p = ap.Partitioner()
     p.do_partition = lambda: None
     p.dump_dag = lambda m: None
     saved = ap.get_size_of_all_nodes
     ap.get_size_of_all_nodes = lambda *a, **k: None
     try:
-        p.partition_graph(gm, None, PartitionerConfig(devices, mode=PartitionMode.size_based))
+        p.partition_graph(gm, None, PartitionerConfig(devices, **config))
     finally:
         ap.get_size_of_all_nodes = saved
+    order = [x["name"] for x in req["graph"]["nodes"]]
     parts = []
     for part in p.partitions:
         ops = sorted((n.partd_name for n in part.nodes if n.op.startswith("call")),
-                     key=[x["name"] for x in req["graph"]["nodes"]].index)
+                     key=order.index)
         parts.append({"nodes": ops, "logical_ids": list(part.logical_device_ids),
                       "memory_bytes": part.used_mem_bytes})
-    return parts
+    if not latency:
+        return parts
+    # aot_based never links its partitions; the cost is of the linked graph
+    ap.set_parents_and_children(p.partitions)
+    cost = get_latency_of_partitioned_graph(
+        p.partitions, get_partition_to_latency_mapping(p.partitions, lat), rate)
+    return parts, cost * 1000.0
 
 
-def partd_partition(req, tmp_path):
+def partd_partition(req, tmp_path, latency=False):
+    """partd's partitions as torch_partition gives PyTorch's (None when
+    partd finds no plan: exit 3)."""
     path = tmp_path / "req.json"
     path.write_text(json.dumps(req))
     r = subprocess.run([PARTD, "plan", str(path)], capture_output=True, text=True)
@@ -108,8 +147,9 @@ def partd_partition(req, tmp_path):
         return None
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
-    return [{"nodes": p["nodes"], "logical_ids": p["logical_ids"], "memory_bytes": p["memory_bytes"]}
-            for p in res["partitions"]]
+    parts = [{"nodes": p["nodes"], "logical_ids": p["logical_ids"],
+              "memory_bytes": p["memory_bytes"]} for p in res["partitions"]]
+    return (parts, res["summary"]["latency_ms"]) if latency else parts
 
 
 @pytest.mark.slow

@@ -36,7 +36,11 @@
 #define PARTD_MODE_LIST(X)                      \
     X(PARTD_MODE_PIPELINE, "pipeline")          \
     X(PARTD_MODE_SIZE_BASED, "size_based")     \
-    X(PARTD_MODE_TRAINING, "training")
+    X(PARTD_MODE_TRAINING, "training")         \
+    X(PARTD_MODE_COST_AWARE, "cost_aware")     \
+    X(PARTD_MODE_KL_BASED, "kl_based")         \
+    X(PARTD_MODE_SPARSE_NN, "sparse_nn")       \
+    X(PARTD_MODE_AOT_BASED, "aot_based")
 
 /* options.pipeline.balance_by */
 #define PARTD_BALANCE_BY_LIST(X)                \

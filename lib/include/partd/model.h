@@ -54,6 +54,8 @@ typedef struct partd_graph {
     uint32_t *name;            /* string id */
     uint32_t *target;          /* string id or PARTD_NONE */
     uint32_t *module;          /* string id or PARTD_NONE */
+    uint32_t *module_type;     /* string id or PARTD_NONE (v3): the module's class
+                                  name, which tells sparse_nn its embeddings */
     uint32_t *request_index;   /* position in the request's graph.nodes */
     int64_t *output_bytes;
     int64_t *param_bytes;      /* `param_bytes`, or the sum of `params[].bytes` */
@@ -130,12 +132,25 @@ typedef struct partd_training_options {
     double param_factor;       /* > 0 */
 } partd_training_options;
 
+/* options.aot (v3, mode aot_based): FX's node_to_partition_mapping and
+ * partition_to_logical_device_mapping, resolved against the graph and the
+ * devices. Empty (n_parts 0, NULL arrays) when not given. */
+typedef struct partd_aot_options {
+    uint32_t n_parts;          /* distinct partition ids in partition_of */
+    int64_t *part_id;          /* those ids, ascending */
+    uint32_t *part_of;         /* node -> index into part_id; PARTD_NONE for
+                                  non-operations (every operation has one) */
+    uint32_t *dev_off;         /* n_parts + 1: partition k's devices are */
+    uint32_t *dev_idx;         /* dev_idx[dev_off[k] .. dev_off[k+1]), as given */
+} partd_aot_options;
+
 typedef struct partd_options {
     partd_mode mode;
     double transfer_bytes_per_sec; /* > 0 */
     partd_pipeline_options pipeline;
     partd_sac_options sac;
     partd_training_options training;
+    partd_aot_options aot;     /* mode aot_based only */
     partd_result_detail result_detail; /* options.result.detail */
 } partd_options;
 

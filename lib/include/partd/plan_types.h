@@ -64,6 +64,9 @@ typedef struct partd_summary {
     int64_t transfer_bytes;
     int64_t peak_memory_bytes;
     int optimal;
+    /* FX's modes (v3): FX's get_latency_of_partitioned_graph, in ms */
+    int has_latency;
+    double latency_ms;
 } partd_summary;
 
 /* Something the plan could do but the user should know (the result's

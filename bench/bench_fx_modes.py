@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""FX's partitioning modes: partd against PyTorch's own Partitioner.
+
+For each mode (size_based, aot_based, sparse_nn, cost_aware) and graph,
+the same request is planned by PyTorch 1.13's Partitioner (in this
+process, the graph built in torch.fx with the request's sizes and
+latencies, as tests/python/test_fx_modes_random.py builds it) and by
+`build/partd plan` (a process, end to end: reading the request, planning,
+writing the result). Prints both wall-clock times, their ratio and whether
+the answers agree (partitions and logical devices; FX's cost).
+
+Graphs: random DAGs with latencies (the tests' generator) of growing size,
+and a large one for partd alone. PyTorch runs get BENCH_FX_LIMIT seconds
+(default 60) each: a mode that does not finish is shown as such (its
+cost_aware is cubic and more in the number of nodes).
+
+    PARTD_BIN=build/partd python3 bench/bench_fx_modes.py
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import multiprocessing as mp
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+PARTD = os.environ.get("PARTD_BIN", os.path.join(ROOT, "build", "partd"))
+LIMIT = float(os.environ.get("BENCH_FX_LIMIT", "60"))
+
+
+def chain_dag(rng, n_ops, mode):
+    """A layered DAG: each operation reads one or two of the last eight."""
+    nodes = [{"name": "x", "op": "placeholder", "output_bytes": 4096}]
+    ops = []
+    for i in range(n_ops):
+        back = ops[-8:] or ["x"]
+        inputs = rng.sample(back, min(len(back), rng.choice([1, 1, 2])))
+        emb = mode == "sparse_nn" and i < 4
+        node = {"name": f"op{i}", "op": "call_module" if emb or i % 3 == 0 else "call_function",
+                "inputs": inputs, "output_bytes": rng.choice([1024, 2048, 4096]),
+                "latency_ms": rng.choice([0.1, 0.2, 0.5, 1.0])}
+        if node["op"] == "call_module":
+            node["param_bytes"] = rng.choice([8192, 16384])
+            node["module_type"] = "EmbeddingBag" if emb else "Linear"
+        nodes.append(node)
+        ops.append(node["name"])
+    nodes.append({"name": "out", "op": "output", "inputs": [ops[-1]]})
+    total = sum(n.get("output_bytes", 0) + n.get("param_bytes", 0) for n in nodes)
+    n_dev = 4
+    size = int(total * 0.4)
+    if mode == "sparse_nn":
+        # four embedding tables, each more than half a device: one per device,
+        # the dense rest (2/5 of a device) beside each
+        size = int(total * 2.5)
+        for node in nodes[1:5]:
+            node["param_bytes"] = int(size * 0.55)
+    req = {"graph": {"nodes": nodes},
+           "devices": [{"name": f"d{j}", "memory_bytes": size} for j in range(n_dev)],
+           "options": {"mode": mode, "transfer_bytes_per_sec": 1e9}}
+    if mode == "aot_based":
+        k = 4
+        req["options"]["aot"] = {
+            "partition_of": {o: min(k - 1, i * k // n_ops) for i, o in enumerate(ops)},
+            "device_of": {str(j): f"d{j}" for j in range(k)}}
+        for d in req["devices"]:
+            d["memory_bytes"] = total
+    return req
+
+
+def fx_run(req, mode, q):
+    from torch.fx.experimental.partitioner_utils import PartitionMode
+    from test_size_based_fx_random import torch_partition
+    t = time.perf_counter()
+    try:
+        parts = torch_partition(req, getattr(PartitionMode, mode), latency=mode != "size_based")
+        if mode == "size_based":
+            parts = (parts, None)
+    except Exception as e:  # FX's failures are answers too
+        parts = repr(e)
+    q.put((time.perf_counter() - t, parts))
+
+
+def fx_time(req, mode):
+    q = mp.Queue()
+    p = mp.Process(target=fx_run, args=(req, mode, q))
+    p.start()
+    p.join(LIMIT)
+    if p.is_alive():
+        p.kill()
+        p.join()
+        return None, None
+    return q.get()
+
+
+def partd_time(req):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(req, f)
+    try:
+        t = time.perf_counter()
+        r = subprocess.run([PARTD, "plan", f.name], capture_output=True, text=True)
+        dt = time.perf_counter() - t
+    finally:
+        os.unlink(f.name)
+    if r.returncode != 0:
+        return dt, r.stderr.strip()[:80]
+    res = json.loads(r.stdout)
+    parts = [{"nodes": p["nodes"], "logical_ids": p["logical_ids"],
+              "memory_bytes": p["memory_bytes"]} for p in res["partitions"]]
+    return dt, (parts, res["summary"].get("latency_ms"))
+
+
+def agree(mode, ours, theirs):
+    if theirs is None:
+        return "FX did not finish"
+    if isinstance(theirs, str) or isinstance(ours, str):
+        return "both fail" if isinstance(theirs, str) and isinstance(ours, str) else "DIFFER"
+    a, b = ours[0], theirs[0]
+    if mode == "aot_based":
+        a, b = sorted(a, key=lambda p: p["nodes"]), sorted(b, key=lambda p: p["nodes"])
+    same = a == b and (theirs[1] is None or abs(ours[1] - theirs[1]) <= 1e-9 * max(1, theirs[1]))
+    return "same" if same else "DIFFER"
+
+
+def main():
+    print(f"partd: {PARTD}; PyTorch limit {LIMIT:.0f} s per run; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{'mode':<11} {'ops':>6} {'PyTorch s':>10} {'partd s':>9} {'speedup':>9}  answers")
+    sizes = {"size_based": [100, 1000], "aot_based": [100, 1000], "sparse_nn": [100, 1000],
+             "cost_aware": [20, 40, 80]}
+    for mode, ns in sizes.items():
+        for n in ns:
+            req = chain_dag(random.Random(n), n, mode)
+            theirs_t, theirs = fx_time(req, mode)
+            ours_t, ours = partd_time(req)
+            fx = f"{theirs_t:10.3f}" if theirs_t is not None else f"{'>' + str(int(LIMIT)):>10}"
+            speed = f"{theirs_t / ours_t:8.1f}x" if theirs_t is not None else f"{'>' + str(int(LIMIT / ours_t)) + 'x':>9}"
+            print(f"{mode:<11} {n:>6} {fx} {ours_t:9.3f} {speed}  {agree(mode, ours, theirs)}",
+                  flush=True)
+    for mode, n in (("aot_based", 10000), ("sparse_nn", 10000), ("size_based", 10000),
+                    ("cost_aware", 300)):
+        req = chain_dag(random.Random(n), n, mode)
+        ours_t, ours = partd_time(req)
+        what = ours if isinstance(ours, str) else f"{len(ours[0])} partitions"
+        print(f"{mode:<11} {n:>6} {'-':>10} {ours_t:9.3f} {'':>9}  partd alone: {what}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
