@@ -17,7 +17,8 @@ static int add_desc(partd_training_space *sp, partd_training_schedule s, uint32_
         partd__training_grow(&sp->dev, sizeof *sp->dev, &sp->devcap, sp->ndev + S) != PARTD_OK)
         return PARTD_ENOMEM;
     memcpy(sp->dev + sp->ndev, dev, S * sizeof *dev);
-    sp->d[sp->n++] = (partd_training_desc){(uint8_t)s, (uint8_t)v, S, (uint32_t)sp->ndev, combo, seq, nseq};
+    sp->d[sp->n++] =
+        (partd_training_desc){(uint8_t)s, (uint8_t)v, S, (uint32_t)sp->ndev, combo, seq, nseq};
     sp->ndev += S;
     return PARTD_OK;
 }
@@ -184,7 +185,9 @@ static int enumerate(partd_training_space *sp)
                     combos += partd_training_schedule_allows(s, S, v, md->M);
         }
     uint64_t share = combos ? PARTD_TRAINING_SPACE_CAP / combos : PARTD_TRAINING_SPACE_SEQ_CAP;
-    uint32_t limit = share < PARTD_TRAINING_SPACE_SEQ_MIN ? PARTD_TRAINING_SPACE_SEQ_MIN : share > PARTD_TRAINING_SPACE_SEQ_CAP ? PARTD_TRAINING_SPACE_SEQ_CAP : (uint32_t)share;
+    uint32_t limit = share < PARTD_TRAINING_SPACE_SEQ_MIN   ? PARTD_TRAINING_SPACE_SEQ_MIN
+                     : share > PARTD_TRAINING_SPACE_SEQ_CAP ? PARTD_TRAINING_SPACE_SEQ_CAP
+                                                            : (uint32_t)share;
     for (uint32_t S = lo; S <= hi; S++) {
         seqs q;
         int partial = 0;
