@@ -18,13 +18,17 @@
  * few paths and assignments found so far (double oracle): the critical
  * path of the assignments' mix joins the paths, the assignment answering
  * the paths' weights joins the assignments, and the small game between
- * them is solved by regret matching+, many cheap rounds on its matrix.
+ * them is solved by regret matching+ (training_game.c), many cheap rounds
+ * on its matrix. The paths through every rank's whole list
+ * (training_paths.c) carry the fluid bound and each rank's idle.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "partd/partd.h"
+#include "training_game.h"
+#include "training_paths.h"
 #include "training_search.h"
 
 /* Paths and assignments kept at most; rounds of play on their matrix. */
@@ -167,17 +171,14 @@ static int keep_path(relax *r, const double *p)
     return 1;
 }
 
-/* For every rank, the path through all its actions (into r->rpath): the
- * longest path (under durations d, 3V) into its first action, its whole
- * list, the longest path out of its last. Every plan's step is at least
+/* For every rank, the path through all its actions under durations d
+ * (3V), into r->rpath (training_paths.h). Every plan's step is at least
  * each one's length, so their mix carries the ranks' busy times (the fluid
  * bound) together with the idle before and after each. */
 static int add_rank_paths(relax *r, const double *d, uint64_t *work)
 {
     partd_training_cfg *c = r->c;
-    const partd_training_sim *s = &c->sim;
-    const partd_training_lists *l = &c->lists;
-    uint32_t V = r->V, n = l->n;
+    uint32_t V = r->V;
     for (uint32_t j = 0; j < V; j++) {
         r->F[j] = d[j];
         r->B[j] = d[V + j];
@@ -186,80 +187,7 @@ static int add_rank_paths(relax *r, const double *d, uint64_t *work)
     }
     partd_training_durations du = {r->F, r->B, r->I, r->zero, r->W, r->dmin, 0};
     partd__training_sim_run(&c->sim, &du, NULL);
-    double *tail = malloc((size_t)n * sizeof *tail), *p = malloc(5 * (size_t)V * sizeof *p);
-    uint32_t *next = malloc((size_t)n * sizeof *next), *nd = malloc((size_t)n * sizeof *nd);
-    if (!tail || !p || !next || !nd) {
-        free(tail);
-        free(p);
-        free(next);
-        free(nd);
-        return PARTD_ENOMEM;
-    }
-    memset(r->rpath, 0, (size_t)l->S * 5 * V * sizeof *r->rpath);
-    /* tail[a]: the longest path after a ends, next[a] its first action,
-     * nd[a] the delay crossed to it (V: none) */
-    for (uint32_t i = 0; i < n; i++) {
-        tail[i] = 0;
-        next[i] = nd[i] = PARTD_TRAINING_NO;
-    }
-    for (uint32_t k = n; k-- > 0;) {
-        uint32_t a = s->order[k];
-        const partd_training_action *y = &l->act[a];
-        double t = partd__training_sim_duration(&du, y) + tail[a];
-        uint32_t pred[3] = {s->prev[a], s->dep1[a], s->dep2[a]};
-        uint32_t dl[3] = {V, y->kind == PARTD_TRAINING_F && y->stage ? y->stage - 1 : V, y->stage};
-        for (int e = 0; e < 3; e++) {
-            if (pred[e] == PARTD_TRAINING_NO)
-                continue;
-            double x = t + (dl[e] < V ? r->dmin[dl[e]] : 0);
-            if (x > tail[pred[e]] || next[pred[e]] == PARTD_TRAINING_NO) {
-                tail[pred[e]] = x;
-                next[pred[e]] = a;
-                nd[pred[e]] = dl[e];
-            }
-        }
-    }
-    *work += 2 * (uint64_t)n;
-    for (uint32_t q = 0; q < l->S; q++) {
-        if (l->off[q] == l->off[q + 1])
-            continue;
-        memset(p, 0, 5 * (size_t)V * sizeof *p);
-        /* into its first action, as the critical path is read */
-        uint32_t a = l->off[q];
-        a = s->why[a] == 2 ? s->dep1[a] : s->why[a] == 3 ? s->dep2[a] : PARTD_TRAINING_NO;
-        if (a != PARTD_TRAINING_NO) {
-            const partd_training_action *x = &l->act[l->off[q]];
-            if (s->why[l->off[q]] == 3)
-                p[4 * V + x->stage]++;
-            else if (x->kind == PARTD_TRAINING_F)
-                p[4 * V + x->stage - 1]++;
-        }
-        while (a != PARTD_TRAINING_NO) {
-            const partd_training_action *x = &l->act[a];
-            p[x->kind * V + x->stage]++;
-            uint8_t why = s->why[a];
-            if (why == 2 && x->kind == PARTD_TRAINING_F)
-                p[4 * V + x->stage - 1]++;
-            if (why == 3)
-                p[4 * V + x->stage]++;
-            a = why == 1 ? s->prev[a] : why == 2 ? s->dep1[a] : why == 3 ? s->dep2[a]
-                                                                       : PARTD_TRAINING_NO;
-        }
-        for (uint32_t i = l->off[q]; i < l->off[q + 1]; i++)
-            p[l->act[i].kind * V + l->act[i].stage]++;
-        for (a = l->off[q + 1] - 1; next[a] != PARTD_TRAINING_NO; a = next[a]) {
-            if (nd[a] < V)
-                p[4 * V + nd[a]]++;
-            const partd_training_action *x = &l->act[next[a]];
-            p[x->kind * V + x->stage]++;
-        }
-        memcpy(r->rpath + (size_t)q * 5 * V, p, 5 * (size_t)V * sizeof *p);
-    }
-    free(tail);
-    free(p);
-    free(next);
-    free(nd);
-    return PARTD_OK;
+    return partd__training_paths_ranks(c, &du, r->dmin, r->rpath, work);
 }
 
 static void add_answer(relax *r, const double *d, uint32_t o)
@@ -370,81 +298,6 @@ static double answer(relax *r, uint64_t *work, uint32_t *order)
         r->x[2 * V + a] -= r->kw[k] / sa;
     }
     return best;
-}
-
-/* A mix from positive regrets q[0..n) (uniform when none). */
-static void mix_of(const double *q, uint32_t n, double *x)
-{
-    double s = 0;
-    for (uint32_t i = 0; i < n; i++)
-        s += q[i];
-    for (uint32_t i = 0; i < n; i++)
-        x[i] = s > 0 ? q[i] / s : 1.0 / n;
-}
-
-/* u = the payoffs of each row (rows = 1) or column (rows = 0) of A against
- * the other side's mix x; returns what mix y gets against x (u . y). The
- * regrets q move by sign x (u - that), kept positive. */
-static double regrets(const relax *r, int rows, const double *x, const double *y, double *u,
-                      double *q, double sign)
-{
-    uint32_t n = rows ? r->n_paths : r->n_ans, m = rows ? r->n_ans : r->n_paths;
-    double v = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        double s = 0;
-        for (uint32_t k = 0; k < m; k++)
-            s += (rows ? r->A[i * MAX_ANSWERS + k] : r->A[k * MAX_ANSWERS + i]) * x[k];
-        u[i] = s;
-        v += y[i] * s;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        q[i] = fmax(0, q[i] + sign * (u[i] - v));
-    return v;
-}
-
-/* The paths x answers game by regret matching+ (alternating, the mixes
- * averaged with weight t): lam and mu its players' mixes; the value the
- * paths' mix guarantees against every answer kept. */
-static double play(relax *r)
-{
-    uint32_t P = r->n_paths, K = r->n_ans;
-    double *qr = calloc(P, sizeof *qr), *qc = calloc(K, sizeof *qc);
-    double *xr = calloc(P, sizeof *xr), *xc = calloc(K, sizeof *xc);
-    double *u = calloc(P > K ? P : K, sizeof *u);
-    double value = INFINITY;
-    if (!qr || !qc || !xr || !xc || !u)
-        goto out;
-    memset(r->lam, 0, P * sizeof *r->lam);
-    memset(r->mu, 0, K * sizeof *r->mu);
-    for (uint32_t t = 1; t <= PLAY_ROUNDS; t++) {
-        /* the paths' regrets against the answers' mix, then the answers'
-         * (a minimiser's) against the paths' new mix */
-        mix_of(qc, K, xc);
-        mix_of(qr, P, xr);
-        regrets(r, 1, xc, xr, u, qr, 1);
-        mix_of(qr, P, xr);
-        regrets(r, 0, xr, xc, u, qc, -1);
-        for (uint32_t q = 0; q < P; q++)
-            r->lam[q] += t * xr[q];
-        for (uint32_t k = 0; k < K; k++)
-            r->mu[k] += t * xc[k];
-    }
-    double total = (double)PLAY_ROUNDS * (PLAY_ROUNDS + 1) / 2;
-    for (uint32_t q = 0; q < P; q++)
-        r->lam[q] /= total;
-    for (uint32_t k = 0; k < K; k++)
-        r->mu[k] /= total;
-    /* what lam guarantees against the answers kept */
-    regrets(r, 0, r->lam, r->mu, u, qc, 0);
-    for (uint32_t k = 0; k < K; k++)
-        value = u[k] < value ? u[k] : value;
-out:
-    free(qr);
-    free(qc);
-    free(xr);
-    free(xc);
-    free(u);
-    return value;
 }
 
 /* The stages' least content is kept while the kinds of the units each
@@ -662,7 +515,8 @@ double partd__training_bound_orders(const partd_training_model *md, partd_traini
     }
     double best_L = lb;
     for (uint32_t it = 0; *work - start < budget && lb <= stop; it++) {
-        double game = play(&r);
+        double game = partd__training_game_play(r.A, MAX_ANSWERS, r.n_paths, r.n_ans,
+                                                PLAY_ROUNDS, r.lam, r.mu);
         *work += (uint64_t)PLAY_ROUNDS * r.n_paths * r.n_ans / 8;
         uint32_t o;
         /* halfway between the game's weights and the best so far, and the

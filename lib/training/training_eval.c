@@ -455,3 +455,11 @@ int partd__training_plan_cmp(const partd_training_plan *a, const partd_training_
             return c;
     return 0;
 }
+
+int partd__training_plan_offer(partd_training_best *b, const partd_training_plan *p)
+{
+    if (b->any && partd__training_plan_cmp(p, &b->p) >= 0)
+        return PARTD_OK;
+    b->any = 1;
+    return partd__training_plan_copy(&b->p, p);
+}

@@ -4,7 +4,8 @@
  * A configuration is a schedule, its v, S ranks and the device of each
  * rank; a plan adds the split of the units into V = S * v stages and each
  * stage's checkpoint set. training_eval.c times a plan (training_sim.h)
- * and reads its memory; training_search.c searches the plans;
+ * and reads its memory; training_search.c searches the plans (with
+ * training_space.c, training_exhaustive.c, training_heuristic.c);
  * training_bound.c bounds the step of every plan of a configuration from
  * below.
  *
@@ -13,18 +14,20 @@
  * fraction, then the schedule listed first, the smaller v, the fewer
  * ranks, the earlier cuts, the devices earlier in the list, and per stage
  * in stage order the smaller checkpoint set (fewer units, then the earlier
- * units). Small spaces are searched exhaustively (the answer is then
- * proven optimal); larger ones by local search from speed-balanced splits,
- * and every configuration gets a lower bound (training_bound.c: the fluid
- * bound, and the relaxed longest paths, one relaxation for all the device
- * orders of a (ranks, schedule, v), when few of those are left to bound):
- * the answer carries the least of them.
+ * units). The configurations are enumerated by training_space.c; small
+ * spaces are searched exhaustively (training_exhaustive.c: the answer is
+ * then proven optimal); larger ones by local search from speed-balanced
+ * splits (training_heuristic.c), and every configuration gets a lower
+ * bound (training_bound.c: the fluid bound, and the relaxed longest paths,
+ * one relaxation for all the device orders of a (ranks, schedule, v), when
+ * few of those are left to bound): the answer carries the least of them.
  *
  * Ownership: a partd_training_cfg owns its lists, simulator and scratch
  * (partd__training_cfg_free); a partd_training_plan owns its arrays
- * (partd__training_plan_free). Errors: PARTD_ENOMEM, PARTD_ETOOBIG (a
- * checkpoint frontier past its limit), PARTD_EINVALID (a schedule that
- * cannot run: a bug), the cancel flag's codes.
+ * (partd__training_plan_free), a partd_training_best its plan when any.
+ * Errors: PARTD_ENOMEM, PARTD_ETOOBIG (a checkpoint frontier past its
+ * limit), PARTD_EINVALID (a schedule that cannot run: a bug), the cancel
+ * flag's codes.
  */
 #ifndef PARTD_TRAINING_SEARCH_H
 #define PARTD_TRAINING_SEARCH_H
@@ -123,6 +126,16 @@ int partd__training_mask_cmp(uint64_t x, uint64_t y);
 /* < 0 when a is the better plan, > 0 when b is, 0 when they tie on every
  * key (contract, "The search"; see above). */
 int partd__training_plan_cmp(const partd_training_plan *a, const partd_training_plan *b);
+
+/* The best plan offered so far (any = 0: none yet). */
+typedef struct partd_training_best {
+    partd_training_plan p;
+    int any;
+} partd_training_best;
+
+/* Keeps a copy of p when it is the first or beats b's plan (ties keep the
+ * earlier): PARTD_OK or PARTD_ENOMEM. */
+int partd__training_plan_offer(partd_training_best *b, const partd_training_plan *p);
 
 /* training_bound.c: a lower bound on the step of every plan of c, from at
  * most `iters` rounds; stops early once it passes `stop`. *work counts

@@ -1,7 +1,7 @@
 /*
  * test_training_search.c - configurations, plans and the search
  * (lib/training/training_search.h: training_eval.c, training_bound.c,
- * training_search.c).
+ * training_search.c and the units it searches with).
  *
  * On one graph of five units (a unit that costs nothing to recompute, a
  * shared parameter, a get_attr, a skip):
