@@ -42,6 +42,11 @@ def _option_fragments():
     return [b for b in _json_blocks() if set(b) <= OPTION_KEYS]
 
 
+def _whole_requests():
+    """Blocks that are whole requests (graph, devices and options)."""
+    return [b for b in _json_blocks() if {"graph", "devices", "options"} <= set(b)]
+
+
 @pytest.fixture(scope="module")
 def request_validator():
     with open(os.path.join(ROOT, "api", "schemas", "request.json")) as f:
@@ -60,7 +65,7 @@ def test_every_json_block_parses():
 
 def test_option_fragments_cover_every_option():
     seen = set()
-    for frag in _option_fragments():
+    for frag in _option_fragments() + [r["options"] for r in _whole_requests()]:
         for key, value in frag.items():
             seen.add(key)
             if isinstance(value, dict):
@@ -88,6 +93,16 @@ def test_option_fragment_plans(index, example, request_validator, partd_plan_bin
     assert status == 0, f"{fragment}: {stderr[:500]}"
     if "sac" in fragment:
         assert "sac" in result
+
+
+@pytest.mark.parametrize("index", range(len(_whole_requests())))
+def test_whole_requests_plan(index, request_validator, partd_plan_bin):
+    request = _whole_requests()[index]
+    errors = [e.message for e in request_validator.iter_errors(request)]
+    assert errors == [], request["options"]
+    status, result, problem, stderr = run_plan(partd_plan_bin, request)
+    assert status == 0, stderr[:500]
+    assert result["mode"] == request["options"].get("mode", "pipeline")
 
 
 def test_tables_shown_are_what_partd_show_prints(partd_plan_bin):
