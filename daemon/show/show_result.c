@@ -407,6 +407,8 @@ static int summary(reader *rd, partd__show_result *r)
     TRY(number(rd, s, "/summary", "total_ms", 0, &r->total_ms));
     TRY(number(rd, s, "/summary", "peak_memory_bytes", 1, &r->peak_bytes));
     TRY(number(rd, s, "/summary", "transfer_bytes", 0, &r->transfer_bytes));
+    r->latency_ms = -1;
+    TRY(number(rd, s, "/summary", "latency_ms", 0, &r->latency_ms));
     return r->training ? training_summary(rd, r, s) : PARTD_OK;
 }
 
@@ -494,5 +496,6 @@ void partd__show_result_free(partd__show_result *r)
 
 const char *partd__show_result_part_word(const partd__show_result *r)
 {
-    return strcmp(r->mode, "size_based") == 0 ? "partition" : "stage";
+    /* Pipeline stages run in a line; FX's partitions form a DAG. */
+    return strcmp(r->mode, "pipeline") == 0 || r->training ? "stage" : "partition";
 }

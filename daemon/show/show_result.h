@@ -78,6 +78,7 @@ typedef struct partd__show_result {
     partd__show_part *parts;
     int has_device_memory; /* every partition has device_memory_bytes */
     double bottleneck_ms, total_ms, peak_bytes, transfer_bytes;
+    double latency_ms; /* FX's cost of the partitions (FX modes); -1 when absent */
     /* training summary */
     long microbatches;
     const char *schedule; /* as the result names it: "1F1B", "gpipe" (v2), ... */

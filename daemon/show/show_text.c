@@ -33,7 +33,8 @@ static size_t device_width(const partd__show_result *r)
 
 static void header(partd_buf *b, const partd__show_result *r, size_t dev_w, size_t units_w)
 {
-    partd__show_table_cell(b, strcmp(r->mode, "size_based") == 0 ? "part" : "stage", 5, 1);
+    int stages = strcmp(partd__show_result_part_word(r), "stage") == 0;
+    partd__show_table_cell(b, stages ? "stage" : "part", 5, 1);
     partd__show_table_cell(b, "device", dev_w, 0);
     partd__show_table_cell(b, "nodes", 6, 1);
     partd__show_table_cell(b, "memory", 10, 1);
@@ -144,6 +145,12 @@ static void summary(partd_buf *b, const partd__show_result *r)
         partd__show_fmt_fixed(a, r->total_ms, 3);
         snprintf(text, sizeof text,
                  "bottleneck %s ms, total %s ms, peak memory %s, transferred %s\n", e, a, c, d);
+        if (r->latency_ms >= 0) {
+            partd_buf_puts(b, text);
+            partd__show_fmt_fixed(a, r->latency_ms, 3);
+            snprintf(text, sizeof text,
+                     "FX's cost of the partitions (get_latency_of_partitioned_graph): %s ms\n", a);
+        }
     }
     partd_buf_puts(b, text);
     if (r->n_ranks)

@@ -298,6 +298,30 @@ def test_training_table_lists_checkpointed_units():
     assert b"data-microbatch" not in svg and b"no schedule.actions" in svg
 
 
+def test_fx_mode_result_shows_partitions_and_fx_cost():
+    # FX's partitions form a DAG, not a line of stages; the table says so and
+    # prints summary.latency_ms, FX's own cost of them.
+    nodes = [{"name": "x", "op": "placeholder", "output_bytes": 8}]
+    for i, name in enumerate("abc"):
+        nodes.append({"name": name, "op": "call_function", "inputs": [nodes[-1]["name"]],
+                      "output_bytes": 8, "latency_ms": 1.0 + i})
+    nodes.append({"name": "out", "op": "output", "inputs": ["c"]})
+    request = {"graph": {"name": "chain", "nodes": nodes},
+               "devices": [{"name": "d0", "memory_bytes": 20}, {"name": "d1", "memory_bytes": 20},
+                           {"name": "d2", "memory_bytes": 20}],
+               "options": {"mode": "sparse_nn", "transfer_bytes_per_sec": 8000}}
+    planned = run(["plan", "-"], json.dumps(request).encode())
+    assert planned.returncode == 0, planned.stderr
+    result = json.loads(planned.stdout)
+    r = run(["show", "-", "--format", "text"], planned.stdout)
+    assert r.returncode == 0, r.stderr
+    text = r.stdout.decode()
+    n = len(result["partitions"])
+    assert text.startswith("partd plan: sparse_nn, %d partition%s\n" % (n, "s" * (n != 1)))
+    assert "get_latency_of_partitioned_graph): %.3f ms" % result["summary"]["latency_ms"] in text
+    assert any(line.split()[:2] == ["part", "device"] for line in text.splitlines())
+
+
 def test_missing_file_exits_1(tmp_path):
     r = run(["show", str(tmp_path / "nope.json")])
     assert r.returncode == 1
