@@ -22,46 +22,7 @@
 #include "partd/partd.h"
 #include "testutil.h"
 #include "training/training_exhaustive.h"
-
-static char text[16384];
-
-/* n units of one node each (latencies 1..3 by a rule) on devices of the
- * speeds and memory mem each; every schedule, device order auto, no
- * checkpoints. */
-static partd_request *stack(uint32_t n, const double *speed, uint32_t S, long long mem)
-{
-    size_t len = (size_t)snprintf(text, sizeof text,
-                                  "{\"graph\":{\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\","
-                                  "\"output_bytes\":64}");
-    for (uint32_t u = 0; u < n; u++) {
-        char in[16] = "x";
-        if (u)
-            snprintf(in, sizeof in, "n%u", u - 1);
-        len += (size_t)snprintf(text + len, sizeof text - len,
-                                ",{\"name\":\"n%u\",\"op\":\"call_module\",\"module\":\"l.%u\","
-                                "\"inputs\":[\"%s\"],\"output_bytes\":64,\"latency_ms\":%u,"
-                                "\"param_bytes\":%u}",
-                                u, u, in, 1 + (u * 7) % 3, 100 * (u % 3));
-    }
-    len += (size_t)snprintf(text + len, sizeof text - len, "]},\"devices\":[");
-    for (uint32_t r = 0; r < S; r++)
-        len += (size_t)snprintf(text + len, sizeof text - len,
-                                "%s{\"name\":\"d%u\",\"memory_bytes\":%lld,\"speed\":%g}",
-                                r ? "," : "", r, mem, speed[r]);
-    snprintf(text + len, sizeof text - len,
-             "],\"options\":{\"mode\":\"training\",\"transfer_bytes_per_sec\":1e6,"
-             "\"training\":{\"schedule\":\"auto\",\"microbatches\":4,\"unit_depth\":2,"
-             "\"device_order\":\"auto\",\"checkpoint\":\"never\"}}}");
-    return tu_decode_ok(text);
-}
-
-static void model(partd_training_model *md, const partd_request *req)
-{
-    partd_problem pb;
-    partd_problem_init(&pb);
-    assert_int_equal(partd__training_model_build(md, req, &pb), PARTD_OK);
-    partd_problem_free(&pb);
-}
+#include "training_test.h"
 
 /* Every split of every configuration of sp, timed here: the best into b,
  * the splits counted. */
@@ -99,9 +60,9 @@ static uint64_t every_plan(const partd_training_model *md, const partd_training_
 
 static void check(uint32_t n, const double *speed, uint32_t S, long long mem, int fits)
 {
-    partd_request *req = stack(n, speed, S, mem);
+    partd_request *req = tt_stack(n, speed, S, mem);
     partd_training_model md;
-    model(&md, req);
+    tt_model(&md, req);
     partd_training_space sp;
     assert_int_equal(partd__training_space_enumerate(&sp, &md, NULL), PARTD_OK);
     assert_true(sp.n > 0);

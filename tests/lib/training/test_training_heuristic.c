@@ -24,52 +24,13 @@
 #include "testutil.h"
 #include "training/training_exhaustive.h"
 #include "training/training_heuristic.h"
-
-static char text[16384];
-
-/* n units of one node each (latencies 1..3 by a rule) on devices of the
- * speeds and memory mem each; every schedule, device order auto, no
- * checkpoints. */
-static partd_request *stack(uint32_t n, const double *speed, uint32_t S, long long mem)
-{
-    size_t len = (size_t)snprintf(text, sizeof text,
-                                  "{\"graph\":{\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\","
-                                  "\"output_bytes\":64}");
-    for (uint32_t u = 0; u < n; u++) {
-        char in[16] = "x";
-        if (u)
-            snprintf(in, sizeof in, "n%u", u - 1);
-        len += (size_t)snprintf(text + len, sizeof text - len,
-                                ",{\"name\":\"n%u\",\"op\":\"call_module\",\"module\":\"l.%u\","
-                                "\"inputs\":[\"%s\"],\"output_bytes\":64,\"latency_ms\":%u,"
-                                "\"param_bytes\":%u}",
-                                u, u, in, 1 + (u * 7) % 3, 100 * (u % 3));
-    }
-    len += (size_t)snprintf(text + len, sizeof text - len, "]},\"devices\":[");
-    for (uint32_t r = 0; r < S; r++)
-        len += (size_t)snprintf(text + len, sizeof text - len,
-                                "%s{\"name\":\"d%u\",\"memory_bytes\":%lld,\"speed\":%g}",
-                                r ? "," : "", r, mem, speed[r]);
-    snprintf(text + len, sizeof text - len,
-             "],\"options\":{\"mode\":\"training\",\"transfer_bytes_per_sec\":1e6,"
-             "\"training\":{\"schedule\":\"auto\",\"microbatches\":4,\"unit_depth\":2,"
-             "\"device_order\":\"auto\",\"checkpoint\":\"never\"}}}");
-    return tu_decode_ok(text);
-}
-
-static void model(partd_training_model *md, const partd_request *req)
-{
-    partd_problem pb;
-    partd_problem_init(&pb);
-    assert_int_equal(partd__training_model_build(md, req, &pb), PARTD_OK);
-    partd_problem_free(&pb);
-}
+#include "training_test.h"
 
 static void check(uint32_t n, const double *speed, uint32_t S)
 {
-    partd_request *req = stack(n, speed, S, 1000000000);
+    partd_request *req = tt_stack(n, speed, S, 1000000000);
     partd_training_model md;
-    model(&md, req);
+    tt_model(&md, req);
     partd_training_space sp;
     assert_int_equal(partd__training_space_enumerate(&sp, &md, NULL), PARTD_OK);
     partd_training_stats st = {0};
@@ -103,9 +64,9 @@ static void test_bounded_by_the_sequences_left_out(void **state)
     double speed[12];
     for (uint32_t d = 0; d < 12; d++)
         speed[d] = 1 + d / 4.0;
-    partd_request *req = stack(12, speed, 12, 1000000000);
+    partd_request *req = tt_stack(12, speed, 12, 1000000000);
     partd_training_model md;
-    model(&md, req);
+    tt_model(&md, req);
     partd_training_space sp;
     assert_int_equal(partd__training_space_enumerate(&sp, &md, NULL), PARTD_OK);
     assert_true(sp.partial);

@@ -22,46 +22,7 @@
 #include "partd/partd.h"
 #include "testutil.h"
 #include "training/training_paths.h"
-
-static char text[16384];
-
-/* n units of one node each (latencies 1..3 by a rule) on devices of the
- * speeds and memory mem each; every schedule, device order auto, no
- * checkpoints. */
-static partd_request *stack(uint32_t n, const double *speed, uint32_t S, long long mem)
-{
-    size_t len = (size_t)snprintf(text, sizeof text,
-                                  "{\"graph\":{\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\","
-                                  "\"output_bytes\":64}");
-    for (uint32_t u = 0; u < n; u++) {
-        char in[16] = "x";
-        if (u)
-            snprintf(in, sizeof in, "n%u", u - 1);
-        len += (size_t)snprintf(text + len, sizeof text - len,
-                                ",{\"name\":\"n%u\",\"op\":\"call_module\",\"module\":\"l.%u\","
-                                "\"inputs\":[\"%s\"],\"output_bytes\":64,\"latency_ms\":%u,"
-                                "\"param_bytes\":%u}",
-                                u, u, in, 1 + (u * 7) % 3, 100 * (u % 3));
-    }
-    len += (size_t)snprintf(text + len, sizeof text - len, "]},\"devices\":[");
-    for (uint32_t r = 0; r < S; r++)
-        len += (size_t)snprintf(text + len, sizeof text - len,
-                                "%s{\"name\":\"d%u\",\"memory_bytes\":%lld,\"speed\":%g}",
-                                r ? "," : "", r, mem, speed[r]);
-    snprintf(text + len, sizeof text - len,
-             "],\"options\":{\"mode\":\"training\",\"transfer_bytes_per_sec\":1e6,"
-             "\"training\":{\"schedule\":\"auto\",\"microbatches\":4,\"unit_depth\":2,"
-             "\"device_order\":\"auto\",\"checkpoint\":\"never\"}}}");
-    return tu_decode_ok(text);
-}
-
-static void model(partd_training_model *md, const partd_request *req)
-{
-    partd_problem pb;
-    partd_problem_init(&pb);
-    assert_int_equal(partd__training_model_build(md, req, &pb), PARTD_OK);
-    partd_problem_free(&pb);
-}
+#include "training_test.h"
 
 static void check(const partd_training_model *md, partd_training_schedule s, uint32_t v)
 {
@@ -111,9 +72,9 @@ static void check(const partd_training_model *md, partd_training_schedule s, uin
 static void test_every_rank_path(void **state)
 {
     (void)state;
-    partd_request *req = stack(12, (const double[]){1, 2, 1.5}, 3, 1000000000);
+    partd_request *req = tt_stack(12, (const double[]){1, 2, 1.5}, 3, 1000000000);
     partd_training_model md;
-    model(&md, req);
+    tt_model(&md, req);
     int checked = 0;
     for (int s = 0; s < PARTD_TRAINING_SCHEDULE_COUNT; s++) {
         uint32_t v = partd_training_schedule_v(s, 0) ? partd_training_schedule_v(s, 0) : 2;

@@ -1,7 +1,7 @@
 /*
  * training_test.h - what the tests of the training search share: a stack of
  * n single-node units on devices of given speeds, decoded as a training
- * request, and its model built.
+ * request, and its model built. Included after <cmocka.h>.
  */
 #ifndef PARTD_TESTS_TRAINING_TEST_H
 #define PARTD_TESTS_TRAINING_TEST_H
@@ -13,8 +13,6 @@
 #include "partd/partd.h"
 #include "testutil.h"
 #include "training/training_internal.h"
-
-static char tt_text[16384];
 
 static char tt_text[16384];
 
@@ -54,5 +52,6 @@ static inline void tt_model(partd_training_model *md, const partd_request *req)
     partd_problem_init(&pb);
     assert_int_equal(partd__training_model_build(md, req, &pb), PARTD_OK);
     partd_problem_free(&pb);
+}
 
 #endif
