@@ -12,7 +12,7 @@
  * request size, both times, their ratio and the peak (also as a multiple of
  * the request size).
  *
- * Then three figures with their targets (issue 24), each the best of a few
+ * Then three figures with their targets, each the best of a few
  * runs:
  *   - 65,536 node names crafted to collide under FNV-1a (collide.h) against
  *     ordinary names of the same length (80 bytes), decoded: at most 3x;
