@@ -108,23 +108,8 @@ static int check_sac(const partd_request *req, partd_problem *pb)
     return PARTD_EINVALID;
 }
 
-/* A mode of the contract this build does not plan yet: refused up front,
- * never as a failed job. */
-static int check_mode(const partd_request *req, partd_problem *pb)
-{
-    if (req->options.mode != PARTD_MODE_KL_BASED)
-        return PARTD_OK;
-    partd_problem_add(pb, "/options/mode",
-                      "kl_based is not available in this build of partd (FX's cost_aware, sparse_nn, "
-                      "aot_based and size_based are)");
-    return PARTD_EINVALID;
-}
-
 int partd__validate_request(const partd_request *req, partd_problem *pb)
 {
-    int mode = check_mode(req, pb);
-    if (mode != PARTD_OK)
-        return mode;
     int rc = check_cut_after(req, pb);
     if (rc == PARTD_ENOMEM)
         return rc;

@@ -4,7 +4,7 @@
  * The contract answers every check that depends on the request alone with a
  * 422 before a job is accepted. Most are made while decoding (decode_*.c);
  * this unit owns the ones that need the graph linked and the options read
- * together (and a mode this build does not plan, kl_based): cut_after names against the graph (mode pipeline), options.sac
+ * together: cut_after names against the graph (mode pipeline), options.sac
  * against graph.modules (modules present, ac_units and fsdp_units naming
  * modules, the root an FSDP unit, the SAC model's byte figures within
  * 2^53). partd_request_decode runs it last, so the

@@ -6,6 +6,7 @@
 #include "decode/json_read.h"
 #include "fx/aot_based.h"
 #include "fx/cost_aware.h"
+#include "fx/kl_based.h"
 #include "fx/size_based.h"
 #include "fx/sparse_nn.h"
 #include "partd/partd.h"
@@ -28,6 +29,8 @@ static int run_mode(const partd_request *req, const partd_cancel *cancel, partd_
         return partd_training(req, cancel, out, problem);
     case PARTD_MODE_COST_AWARE:
         return partd_cost_aware(req, cancel, out, problem);
+    case PARTD_MODE_KL_BASED:
+        return partd_kl_based(req, cancel, out, problem);
     case PARTD_MODE_SPARSE_NN:
         return partd_sparse_nn(req, cancel, out, problem);
     case PARTD_MODE_AOT_BASED:

@@ -73,6 +73,8 @@ def fx_valid(req, parts):
         if not p["logical_ids"]:
             return False
         for v in p["nodes"]:
+            if v in where:
+                return False
             where[v] = i
     if sorted(where) != sorted(v for v, n in nodes.items() if n["op"].startswith("call")):
         return False
@@ -122,6 +124,9 @@ def compare(req, mode, tmp_path, sort=False, fx_bugs=()):
         theirs, bug = None, e
     except Exception:  # RuntimeError; TypeError where FX words "too large" with a function
         theirs = None
+    if theirs is not None and mode == PartitionMode.kl_based:
+        # partitions kl_based's swaps leave empty are not partitions to partd
+        theirs = ([p for p in theirs[0] if p["nodes"]], theirs[1])
     ours = partd_partition(req, tmp_path, latency=True)
     what = json.dumps(req)
     if bug is not None:
@@ -214,3 +219,38 @@ def test_cost_aware_matches_pytorch(tmp_path):
         seen[outcome] = seen.get(outcome, 0) + 1
     assert seen.get("split", 0) >= 50 and seen.get("fail", 0) >= 5 and \
         seen.get("fx-broken", 0) >= 5, seen
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("os").path.exists(PARTD), reason="partd binary not built")
+def test_kl_based_matches_pytorch(tmp_path, monkeypatch):
+    """FX picks among swaps of equal cost by the iteration order of a Python
+    set of nodes, which follows their memory addresses; partd takes the
+    first in graph order, so FX's partitions iterate in graph order here."""
+    from torch.fx.experimental import partitioner_utils
+    order = {}
+
+    class GraphOrder(set):
+        def __iter__(self):
+            return iter(sorted(set.__iter__(self), key=lambda n: order[n.partd_name]))
+    init = partitioner_utils.Partition.__init__
+
+    def partition_init(self, partition_id):
+        init(self, partition_id)
+        self.nodes = GraphOrder()
+    monkeypatch.setattr(partitioner_utils.Partition, "__init__", partition_init)
+    rng = random.Random(1)
+    seen = {}
+    for _ in range(150):
+        req = with_latencies(rng, random_request(rng, 10), "kl_based")
+        if rng.random() < 0.8:
+            total = graph_total(req)
+            for d in req["devices"]:
+                d["memory_bytes"] = max(1, int(total * rng.uniform(0.3, 0.98)))
+        order.clear()
+        order.update((n["name"], i) for i, n in enumerate(req["graph"]["nodes"]))
+        # FX's cost walks a cycle its swaps made without end (RecursionError)
+        outcome = compare(req, PartitionMode.kl_based, tmp_path, fx_bugs=(RecursionError,))
+        seen[outcome] = seen.get(outcome, 0) + 1
+    assert seen.get("split", 0) >= 40 and seen.get("fail", 0) >= 20 and \
+        seen.get("fx-broken", 0) >= 4, seen
