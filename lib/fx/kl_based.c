@@ -26,12 +26,16 @@
  *     mapped (memory is not checked again); mapping only gives devices to
  *     partitions without one.
  * FX costs every try by walking every path of the partitions' DAG and
- * relinking every partition; a try here is one pass over the graph (the
- * longest path in topological order, FX's figure to the bit, as
- * fx_eval.c), and a try is made only when it can matter: while nothing is
- * in two partitions, a try of (node, p1) has no effect on the list, and
- * the pairs of p1 matter only when the move's cost beats the best so far,
- * so the move is costed first and the pairs only then.
+ * relinking every partition. Here, while nothing is in two partitions (and
+ * the partitions are few enough for P x P tables), a try updates only what
+ * its swap changes: the two partitions' memory, their links, and the
+ * longest paths in them from the first swapped operation on; the cost is
+ * then the longest path over the partitions' DAG (FX's figure to the bit,
+ * as fx_eval.c). Otherwise a try is one pass over the graph. A try is made
+ * only when it can matter: while nothing is in two partitions, a try of
+ * (node, p1) has no effect on the list, and the pairs of p1 matter only
+ * when the move's cost beats the best so far, so the move is costed first
+ * and the pairs only then.
  */
 #include "kl_based.h"
 
@@ -49,6 +53,24 @@ typedef struct ent {
     uint32_t p; /* a partition holding the node */
     double d;   /* the longest path in p ending at the node (seconds) */
 } ent;
+
+typedef struct fast {
+    int on;
+    uint32_t P;
+    uint32_t *part;        /* op -> partition as last carried over, PARTD_NONE */
+    double *sec, *d;       /* node latency; longest path in its partition ending at it */
+    double *lat;           /* per partition: its critical path */
+    int64_t *used;         /* per partition: FX's used_mem_bytes */
+    uint32_t **pl, *pn, *pcap; /* each partition's operations, ascending */
+    uint32_t *from;        /* per partition: lowest operation whose path may be stale */
+    uint32_t *cid;         /* placeholder or get_attr -> its row of cc */
+    uint32_t *cc;          /* its reading edges per partition */
+    uint32_t *ec;          /* P x P [producer][consumer]: operation edges */
+    int64_t *w;            /* P x P [consumer][producer]: their output bytes, per edge */
+    int64_t *c;            /* P x P [producer][consumer]: FX's comm bytes of the link */
+    uint32_t *pending, n_pending; /* operations add_node/remove_node changed since */
+    uint8_t *is_pending;
+} fast;
 
 typedef struct kl {
     const partd_request *req;
@@ -77,13 +99,19 @@ typedef struct kl {
     uint32_t *touched;
     /* mapping */
     int64_t *left, *credit;
-    uint32_t *order, *fdev;
+    uint32_t *order, *fdev, *fdev2;
     /* longest path */
     double *lat, *best;
     uint32_t *indeg, *queue;
     uint8_t *reach;
     uint32_t *list;    /* snapshot of p1's operations */
+    int track;         /* add_node and remove_node note what they change */
+    int check;         /* every incremental figure against the full recomputation */
+    int mismatch;
+    fast f;
 } kl;
+
+static void note(kl *k, uint32_t v);
 
 static int slot_of(const kl *k, uint32_t v, uint32_t p)
 {
@@ -106,6 +134,7 @@ static int add_node(kl *k, uint32_t p, uint32_t v)
         k->mcap[v] = cap;
     }
     k->m[v][k->mn[v]++] = (ent){p, 0};
+    note(k, v);
     if (k->mn[v] == 2)
         k->n_dups++;
     return PARTD_OK;
@@ -117,6 +146,7 @@ static void remove_node(kl *k, uint32_t p, uint32_t v)
     if (s < 0)
         return;
     k->m[v][s] = k->m[v][--k->mn[v]];
+    note(k, v);
     if (k->mn[v] == 1)
         k->n_dups--;
 }
@@ -449,13 +479,448 @@ static double latency(kl *k, const uint32_t *dev, const partd_plan *sb)
     return tail < n_reach ? RAISED : worst;
 }
 
-/* FX's try_swap_nodes: the cost of the list with the swap made, and the
- * swap undone by the reverse calls; the list is then mapped afresh. */
-static int try_swap(kl *k, uint32_t n0, uint32_t n1, uint32_t p0, uint32_t p1, double *cost)
+/* The incremental state. While no operation is in two partitions, a try
+ * changes the partitions of one or two operations, so what FX recomputes
+ * for the whole list is kept up to date instead: each partition's memory,
+ * the partitions' links (dense P x P tables: op edges, bytes per edge for
+ * the device mapping's credit, FX's comm bytes per link), and the longest
+ * path ending at each operation within its partition, recomputed in a
+ * partition from the lowest operation a change can reach. All of it is a
+ * function of the list alone (integer sums, and the same longest-path
+ * recurrence over the same inputs), so a try's cost is the full
+ * recomputation's to the bit. add_node and remove_node note each operation
+ * they change; sync() carries the notes over when nothing is in two
+ * partitions, and the full recomputation serves while something is. */
+#define FAST_MAX_P 256u
+
+static void note(kl *k, uint32_t v)
 {
-    int rc = swap_nodes(k, n0, n1, p0, p1);
-    if (rc == PARTD_OK)
-        rc = memory(k);
+    fast *f = &k->f;
+    if (!k->track || f->is_pending[v])
+        return;
+    f->is_pending[v] = 1;
+    f->pending[f->n_pending++] = v;
+}
+
+/* users of op u in partition q */
+static int users_in(const kl *k, uint32_t u, uint32_t q)
+{
+    const partd_graph *g = k->g;
+    for (uint32_t j = g->user_off[u]; j < g->user_off[u + 1]; j++)
+        if (k->f.part[g->user_idx[j]] == q)
+            return 1;
+    return 0;
+}
+
+static uint32_t lower_bound(const uint32_t *a, uint32_t n, uint32_t v)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void stale_from(fast *f, uint32_t p, uint32_t v)
+{
+    if (f->from[p] == PARTD_NONE || v < f->from[p])
+        f->from[p] = v;
+}
+
+/* op v leaves its partition */
+static void detach(kl *k, uint32_t v)
+{
+    const partd_graph *g = k->g;
+    fast *f = &k->f;
+    uint32_t P = f->P, a = f->part[v];
+    f->part[v] = PARTD_NONE;
+    uint32_t i = lower_bound(f->pl[a], f->pn[a], v);
+    memmove(f->pl[a] + i, f->pl[a] + i + 1, (f->pn[a] - i - 1) * sizeof *f->pl[a]);
+    f->pn[a]--;
+    stale_from(f, a, v);
+    f->used[a] -= partd__fx_total(g, v);
+    uint64_t t = ++k->tok;
+    for (uint32_t j = g->in_off[v]; j < g->in_off[v + 1]; j++) {
+        uint32_t u = g->in_idx[j];
+        int64_t ou = partd__fx_output(g, u);
+        if (partd__fx_is_constant(g, u)) {
+            uint32_t *cc = f->cc + (size_t)f->cid[u] * P;
+            if (--cc[a] == 0) {
+                f->used[a] -= partd__fx_total(g, u);
+                for (uint32_t b = 0; b < P; b++)
+                    if (b != a && cc[b]) {
+                        f->c[(size_t)a * P + b] -= ou;
+                        f->c[(size_t)b * P + a] -= ou;
+                    }
+            }
+            continue;
+        }
+        uint32_t s = f->part[u];
+        if (s != a)
+            f->used[a] -= ou;
+        if (s == PARTD_NONE || s == a)
+            continue;
+        f->ec[(size_t)s * P + a]--;
+        f->w[(size_t)a * P + s] -= ou;
+        if (k->nstamp[u] != t) {
+            k->nstamp[u] = t;
+            if (!users_in(k, u, a))
+                f->c[(size_t)s * P + a] -= ou;
+        }
+    }
+    int64_t ov = partd__fx_output(g, v);
+    t = ++k->tok;
+    for (uint32_t j = g->user_off[v]; j < g->user_off[v + 1]; j++) {
+        uint32_t b = f->part[g->user_idx[j]];
+        if (b == PARTD_NONE)
+            continue;
+        if (b == a) {
+            f->used[a] += ov;
+            continue;
+        }
+        f->ec[(size_t)a * P + b]--;
+        f->w[(size_t)b * P + a] -= ov;
+        if (k->pstamp[b] != t) {
+            k->pstamp[b] = t;
+            f->c[(size_t)a * P + b] -= ov;
+        }
+    }
+}
+
+/* op v, in no partition, joins b */
+static int attach(kl *k, uint32_t v, uint32_t b)
+{
+    const partd_graph *g = k->g;
+    fast *f = &k->f;
+    uint32_t P = f->P;
+    if (f->pn[b] == f->pcap[b]) {
+        uint32_t cap = f->pcap[b] ? 2 * f->pcap[b] : 64;
+        uint32_t *pl = realloc(f->pl[b], (size_t)cap * sizeof *pl);
+        if (!pl)
+            return PARTD_ENOMEM;
+        f->pl[b] = pl;
+        f->pcap[b] = cap;
+    }
+    f->used[b] += partd__fx_total(g, v);
+    uint64_t t = ++k->tok;
+    for (uint32_t j = g->in_off[v]; j < g->in_off[v + 1]; j++) {
+        uint32_t u = g->in_idx[j];
+        int64_t ou = partd__fx_output(g, u);
+        if (partd__fx_is_constant(g, u)) {
+            uint32_t *cc = f->cc + (size_t)f->cid[u] * P;
+            if (cc[b]++ == 0) {
+                f->used[b] += partd__fx_total(g, u);
+                for (uint32_t q = 0; q < P; q++)
+                    if (q != b && cc[q]) {
+                        f->c[(size_t)b * P + q] += ou;
+                        f->c[(size_t)q * P + b] += ou;
+                    }
+            }
+            continue;
+        }
+        uint32_t s = f->part[u];
+        if (s != b)
+            f->used[b] += ou;
+        if (s == PARTD_NONE || s == b)
+            continue;
+        f->ec[(size_t)s * P + b]++;
+        f->w[(size_t)b * P + s] += ou;
+        if (k->nstamp[u] != t) {
+            k->nstamp[u] = t;
+            if (!users_in(k, u, b))
+                f->c[(size_t)s * P + b] += ou;
+        }
+    }
+    int64_t ov = partd__fx_output(g, v);
+    t = ++k->tok;
+    for (uint32_t j = g->user_off[v]; j < g->user_off[v + 1]; j++) {
+        uint32_t q = f->part[g->user_idx[j]];
+        if (q == PARTD_NONE)
+            continue;
+        if (q == b) {
+            f->used[b] -= ov;
+            continue;
+        }
+        f->ec[(size_t)b * P + q]++;
+        f->w[(size_t)q * P + b] += ov;
+        if (k->pstamp[q] != t) {
+            k->pstamp[q] = t;
+            f->c[(size_t)b * P + q] += ov;
+        }
+    }
+    f->part[v] = b;
+    uint32_t i = lower_bound(f->pl[b], f->pn[b], v);
+    memmove(f->pl[b] + i + 1, f->pl[b] + i, (f->pn[b] - i) * sizeof *f->pl[b]);
+    f->pl[b][i] = v;
+    f->pn[b]++;
+    stale_from(f, b, v);
+    return PARTD_OK;
+}
+
+/* the longest paths of partition p from its first stale operation on, and
+ * its critical path (latency()'s recurrence) */
+static void repath(kl *k, uint32_t p)
+{
+    const partd_graph *g = k->g;
+    fast *f = &k->f;
+    const uint32_t *pl = f->pl[p];
+    uint32_t n = f->pn[p];
+    for (uint32_t i = lower_bound(pl, n, f->from[p]); i < n; i++) {
+        uint32_t v = pl[i];
+        double top = 0;
+        for (uint32_t j = g->in_off[v]; j < g->in_off[v + 1]; j++) {
+            uint32_t u = g->in_idx[j];
+            if (f->part[u] == p && f->d[u] > top)
+                top = f->d[u];
+        }
+        f->d[v] = top + f->sec[v];
+    }
+    double lat = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (f->d[pl[i]] > lat)
+            lat = f->d[pl[i]];
+    f->lat[p] = lat;
+    f->from[p] = PARTD_NONE;
+}
+
+/* The incremental state brought up to the list: *ready 1, or 0 while an
+ * operation is in two partitions (or the state is off). */
+static int sync(kl *k, int *ready)
+{
+    fast *f = &k->f;
+    *ready = 0;
+    if (!f->on || k->n_dups)
+        return PARTD_OK;
+    for (uint32_t i = 0; i < f->n_pending; i++) {
+        uint32_t v = f->pending[i];
+        uint32_t want = k->mn[v] ? k->m[v][0].p : PARTD_NONE;
+        f->is_pending[v] = 0;
+        if (want == f->part[v])
+            continue;
+        if (f->part[v] != PARTD_NONE)
+            detach(k, v);
+        if (want != PARTD_NONE && attach(k, v, want) != PARTD_OK) {
+            f->on = 0; /* half carried over: the full recomputation from here */
+            return PARTD_ENOMEM;
+        }
+    }
+    f->n_pending = 0;
+    for (uint32_t p = 0; p < f->P; p++)
+        if (f->from[p] != PARTD_NONE)
+            repath(k, p);
+    *ready = 1;
+    return PARTD_OK;
+}
+
+/* on_cycle over the tables */
+static int on_cycle_fast(kl *k, uint32_t p)
+{
+    const fast *f = &k->f;
+    uint32_t P = f->P, head = 0, tail = 0;
+    uint64_t t = ++k->tok;
+    k->pstamp[p] = t;
+    k->queue[tail++] = p;
+    while (head < tail) {
+        const uint32_t *row = f->ec + (size_t)k->queue[head++] * P;
+        for (uint32_t c = 0; c < P; c++) {
+            if (!row[c])
+                continue;
+            if (c == p)
+                return 1;
+            if (k->pstamp[c] != t) {
+                k->pstamp[c] = t;
+                k->queue[tail++] = c;
+            }
+        }
+    }
+    return 0;
+}
+
+/* map_devices over the tables: a partition's credit on a device is the
+ * bytes per edge it reads from the partitions there */
+static int map_fast(kl *k, uint32_t *dev)
+{
+    const fast *f = &k->f;
+    uint32_t D = k->D, P = f->P;
+    for (uint32_t d = 0; d < D; d++) {
+        k->left[d] = k->req->devices[d].memory_bytes;
+        k->order[d] = d;
+    }
+    for (uint32_t p = 0; p < P; p++)
+        if (dev[p] != PARTD_NONE)
+            k->left[dev[p]] -= f->used[p];
+    for (uint32_t p = 0; p < P; p++) {
+        if (dev[p] != PARTD_NONE)
+            continue;
+        for (uint32_t i = 1; i < D; i++) {
+            uint32_t d = k->order[i], j = i;
+            while (j > 0 && k->left[k->order[j - 1]] > k->left[d]) {
+                k->order[j] = k->order[j - 1];
+                j--;
+            }
+            k->order[j] = d;
+        }
+        for (uint32_t d = 0; d < D; d++)
+            k->credit[d] = 0;
+        const int64_t *row = f->w + (size_t)p * P;
+        for (uint32_t s = 0; s < P; s++)
+            if (s != p && dev[s] != PARTD_NONE)
+                k->credit[dev[s]] += row[s];
+        uint32_t chosen = PARTD_NONE;
+        int64_t extra = 0;
+        for (uint32_t j = 0; j < D && chosen == PARTD_NONE; j++) {
+            uint32_t d = k->order[j];
+            extra = f->used[p] - k->credit[d];
+            if (extra < k->left[d])
+                chosen = d;
+        }
+        if (chosen == PARTD_NONE)
+            return 0;
+        dev[p] = chosen;
+        k->left[chosen] -= extra;
+    }
+    return 1;
+}
+
+/* latency() over the tables */
+static double latency_fast(kl *k, const uint32_t *dev)
+{
+    const fast *f = &k->f;
+    uint32_t P = f->P, head = 0, tail = 0, n_reach = 0;
+    for (uint32_t q = 0; q < P; q++) {
+        k->reach[q] = 0;
+        k->indeg[q] = 0;
+        for (uint32_t a = 0; a < P; a++)
+            k->indeg[q] += f->ec[(size_t)a * P + q] != 0;
+    }
+    for (uint32_t q = 0; q < P; q++)
+        if (!k->indeg[q]) {
+            k->reach[q] = 1;
+            k->queue[tail++] = q;
+        }
+    while (head < tail) {
+        const uint32_t *row = f->ec + (size_t)k->queue[head++] * P;
+        n_reach++;
+        for (uint32_t c = 0; c < P; c++)
+            if (row[c] && !k->reach[c]) {
+                k->reach[c] = 1;
+                k->queue[tail++] = c;
+            }
+    }
+    head = tail = 0;
+    for (uint32_t q = 0; q < P; q++) {
+        k->indeg[q] = 0;
+        if (!k->reach[q])
+            continue;
+        for (uint32_t a = 0; a < P; a++)
+            k->indeg[q] += f->ec[(size_t)a * P + q] && k->reach[a];
+        if (!k->indeg[q])
+            k->queue[tail++] = q;
+    }
+    double worst = 0, rate = k->req->options.transfer_bytes_per_sec;
+    while (head < tail) {
+        uint32_t q = k->queue[head++];
+        double in = 0;
+        for (uint32_t a = 0; a < P; a++) {
+            if (!f->ec[(size_t)a * P + q] || !k->reach[a])
+                continue;
+            double comm = same_devices(dev, NULL, a, q) ? 0.0 : (double)f->c[(size_t)a * P + q] / rate;
+            double x = k->best[a] + comm;
+            if (x > in)
+                in = x;
+        }
+        k->best[q] = in + f->lat[q];
+        if (k->best[q] > worst)
+            worst = k->best[q];
+        const uint32_t *row = f->ec + (size_t)q * P;
+        for (uint32_t c = 0; c < P; c++)
+            if (row[c] && --k->indeg[c] == 0)
+                k->queue[tail++] = c;
+    }
+    return tail < n_reach ? RAISED : worst;
+}
+
+/* try_swap's costing over the tables */
+static double cost_fast(kl *k, uint32_t p0, uint32_t p1)
+{
+    if (on_cycle_fast(k, p0) || on_cycle_fast(k, p1))
+        return INFINITY;
+    for (uint32_t p = 0; p < k->P; p++)
+        k->fdev[p] = PARTD_NONE;
+    return map_fast(k, k->fdev) ? latency_fast(k, k->fdev) : INFINITY;
+}
+
+static int fast_init(kl *k)
+{
+    const partd_graph *g = k->g;
+    fast *f = &k->f;
+    uint32_t P = k->P, n_const = 0;
+    for (uint32_t v = 0; v < k->n; v++)
+        n_const += partd__fx_is_constant(g, v) != 0;
+    if (P < 2 || P > FAST_MAX_P || (uint64_t)n_const * P > (1u << 22))
+        return PARTD_OK; /* the full recomputation throughout */
+    size_t N = (size_t)k->n + 1, PP = (size_t)P * P;
+    f->P = P;
+    f->part = malloc(N * sizeof *f->part);
+    f->sec = malloc(N * sizeof *f->sec);
+    f->d = calloc(N, sizeof *f->d);
+    f->cid = malloc(N * sizeof *f->cid);
+    f->pending = malloc(N * sizeof *f->pending);
+    f->is_pending = calloc(N, 1);
+    f->lat = calloc(P, sizeof *f->lat);
+    f->used = calloc(P, sizeof *f->used);
+    f->from = malloc(P * sizeof *f->from);
+    f->pn = calloc(P, sizeof *f->pn);
+    f->pl = calloc(P, sizeof *f->pl);
+    f->pcap = calloc(P, sizeof *f->pcap);
+    f->cc = calloc((size_t)n_const * P + 1, sizeof *f->cc);
+    f->ec = calloc(PP, sizeof *f->ec);
+    f->w = calloc(PP, sizeof *f->w);
+    f->c = calloc(PP, sizeof *f->c);
+    if (!f->part || !f->sec || !f->d || !f->cid || !f->pending || !f->is_pending || !f->lat ||
+        !f->used || !f->from || !f->pn || !f->pl || !f->pcap || !f->cc || !f->ec || !f->w || !f->c)
+        return PARTD_ENOMEM;
+    for (uint32_t p = 0; p < P; p++)
+        f->from[p] = PARTD_NONE;
+    for (uint32_t v = 0, c = 0; v < k->n; v++) {
+        f->part[v] = PARTD_NONE;
+        f->sec[v] = partd__fx_node_sec(g, v);
+        f->cid[v] = partd__fx_is_constant(g, v) ? c++ : PARTD_NONE;
+    }
+    f->on = 1;
+    return PARTD_OK;
+}
+
+static void fast_free(fast *f)
+{
+    for (uint32_t p = 0; f->pl && p < f->P; p++)
+        free(f->pl[p]);
+    free(f->pl);
+    free(f->part);
+    free(f->sec);
+    free(f->d);
+    free(f->cid);
+    free(f->pending);
+    free(f->is_pending);
+    free(f->lat);
+    free(f->used);
+    free(f->from);
+    free(f->pn);
+    free(f->pcap);
+    free(f->cc);
+    free(f->ec);
+    free(f->w);
+    free(f->c);
+}
+
+/* try_swap's costing by the full recomputation */
+static int cost_full(kl *k, uint32_t p0, uint32_t p1, double *cost)
+{
+    int rc = memory(k);
     if (rc == PARTD_OK)
         rc = edges(k);
     if (rc != PARTD_OK)
@@ -467,8 +932,60 @@ static int try_swap(kl *k, uint32_t n0, uint32_t n1, uint32_t p0, uint32_t p1, d
         if (map_devices(k, k->fdev))
             *cost = latency(k, k->fdev, NULL);
     }
+    return PARTD_OK;
+}
+
+/* FX's try_swap_nodes: the cost of the list with the swap made, and the
+ * swap undone by the reverse calls; the list is then mapped afresh. */
+static int try_swap(kl *k, uint32_t n0, uint32_t n1, uint32_t p0, uint32_t p1, double *cost)
+{
+    int ready = 0, rc = swap_nodes(k, n0, n1, p0, p1);
+    if (rc == PARTD_OK)
+        rc = sync(k, &ready);
+    if (rc != PARTD_OK)
+        return rc;
+    if (!ready) {
+        if ((rc = cost_full(k, p0, p1, cost)) != PARTD_OK)
+            return rc;
+    } else {
+        *cost = cost_fast(k, p0, p1);
+        if (k->check) {
+            double full;
+            memcpy(k->fdev2, k->fdev, k->P * sizeof *k->fdev);
+            if ((rc = cost_full(k, p0, p1, &full)) != PARTD_OK)
+                return rc;
+            if (memcmp(&full, cost, sizeof full) != 0 ||
+                memcmp(k->used, k->f.used, k->P * sizeof *k->used) != 0 ||
+                memcmp(k->fdev2, k->fdev, k->P * sizeof *k->fdev) != 0)
+                k->mismatch = 1;
+        }
+    }
     k->dev_stale = 1;
     return swap_nodes(k, n1, n0, p0, p1);
+}
+
+/* map_devices(dev) on the list as it is now */
+static int map_list(kl *k, uint32_t *dev)
+{
+    int ready, rc = sync(k, &ready);
+    if (rc != PARTD_OK)
+        return rc;
+    if (!ready) {
+        if ((rc = memory(k)) == PARTD_OK)
+            map_devices(k, dev);
+        return rc;
+    }
+    if (k->check) {
+        memcpy(k->fdev2, dev, k->P * sizeof *dev);
+        if ((rc = memory(k)) != PARTD_OK)
+            return rc;
+        map_devices(k, k->fdev2);
+    }
+    map_fast(k, dev);
+    if (k->check && (memcmp(k->fdev2, dev, k->P * sizeof *dev) != 0 ||
+                     memcmp(k->used, k->f.used, k->P * sizeof *k->used) != 0))
+        k->mismatch = 1;
+    return PARTD_OK;
 }
 
 /* dev as FX holds it: the fresh mapping of the list after the last try. */
@@ -476,25 +993,32 @@ static int settle_devices(kl *k)
 {
     if (!k->dev_stale)
         return PARTD_OK;
-    int rc = memory(k);
-    if (rc != PARTD_OK)
-        return rc;
     for (uint32_t p = 0; p < k->P; p++)
         k->dev[p] = PARTD_NONE;
-    map_devices(k, k->dev);
-    k->dev_stale = 0;
-    return PARTD_OK;
+    int rc = map_list(k, k->dev);
+    if (rc == PARTD_OK)
+        k->dev_stale = 0;
+    return rc;
 }
 
 /* p1's operations in graph order (list(p1.nodes) without its placeholders
- * and get_attrs, which FX skips). */
-static uint32_t snapshot(kl *k, uint32_t p1)
+ * and get_attrs, which FX skips) into list, *n of them. */
+static int snapshot(kl *k, uint32_t p1, uint32_t *n)
 {
+    int ready, rc = sync(k, &ready);
+    if (rc != PARTD_OK)
+        return rc;
+    if (ready) {
+        *n = k->f.pn[p1];
+        memcpy(k->list, k->f.pl[p1], *n * sizeof *k->list);
+        return PARTD_OK;
+    }
     uint32_t c = 0;
     for (uint32_t v = 0; v < k->n; v++)
         if (slot_of(k, v, p1) >= 0)
             k->list[c++] = v;
-    return c;
+    *n = c;
+    return PARTD_OK;
 }
 
 static int has_shared(const kl *k, uint32_t p0, uint32_t p1)
@@ -532,7 +1056,9 @@ static int visit(kl *k, uint32_t node, uint32_t p0, uint32_t p1, double *cost, p
         if (!(c < *cost))
             return PARTD_OK;
         double move = c;
-        uint32_t n = snapshot(k, p1);
+        uint32_t n;
+        if ((rc = snapshot(k, p1, &n)) != PARTD_OK)
+            return rc;
         for (uint32_t i = 0; i < n; i++) {
             if ((rc = try_swap(k, node, k->list[i], p0, p1, &c)) != PARTD_OK)
                 return rc;
@@ -549,7 +1075,9 @@ static int visit(kl *k, uint32_t node, uint32_t p0, uint32_t p1, double *cost, p
             best = PARTD_NONE;
         *cost = move;
     } else {
-        uint32_t n = snapshot(k, p1);
+        uint32_t n;
+        if ((rc = snapshot(k, p1, &n)) != PARTD_OK)
+            return rc;
         int found = 0;
         for (uint32_t i = 0; i <= n; i++) {
             uint32_t n1 = i < n ? k->list[i] : PARTD_NONE;
@@ -688,6 +1216,8 @@ static int sb_valid(kl *k, const partd_plan *sb)
 {
     kl t = *k;
     t.n_dups = 0;
+    t.track = 0;
+    t.f.on = 0;
     t.m = calloc(k->n + (size_t)1, sizeof *t.m);
     t.mn = calloc(k->n + (size_t)1, sizeof *t.mn);
     t.mcap = calloc(k->n + (size_t)1, sizeof *t.mcap);
@@ -774,6 +1304,9 @@ static int run(kl *k, const partd_plan *sb, const partd_cancel *cancel, partd_pl
         return PARTD_ENOMEM;
     for (uint32_t v = 0; v < k->n; v++)
         home[v] = PARTD_NONE;
+    if ((rc = fast_init(k)) != PARTD_OK)
+        goto out;
+    k->track = k->f.on;
     for (uint32_t p = 0; p < k->P && rc == PARTD_OK; p++) {
         if (!sb->parts[p].n_devices) {
             rc = PARTD_EINTERNAL; /* size_based maps every partition */
@@ -820,9 +1353,8 @@ static int run(kl *k, const partd_plan *sb, const partd_cancel *cancel, partd_pl
         /* the pair is swapped with the devices the last try left */
         if ((rc = settle_devices(k)) != PARTD_OK ||
             (rc = swap_nodes(k, pk.n0, pk.n1, pk.p0, pk.p1)) != PARTD_OK ||
-            (rc = memory(k)) != PARTD_OK)
+            (rc = map_list(k, k->dev)) != PARTD_OK)
             goto out;
-        map_devices(k, k->dev);
     }
     if (!raised) {
         if ((rc = settle_devices(k)) != PARTD_OK || (rc = memory(k)) != PARTD_OK)
@@ -845,8 +1377,8 @@ out:
     return rc;
 }
 
-int partd_kl_based(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
-                   partd_problem *problem)
+static int kl_based(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
+                    partd_problem *problem, int check)
 {
     const partd_graph *g = &req->graph;
     int rc = partd__fx_whole(req, PARTD_MODE_KL_BASED, out, problem);
@@ -869,6 +1401,8 @@ int partd_kl_based(const partd_request *req, const partd_cancel *cancel, partd_p
     k.list = malloc(N * sizeof *k.list);
     k.dev = malloc(P * sizeof *k.dev);
     k.fdev = malloc(P * sizeof *k.fdev);
+    k.fdev2 = malloc(P * sizeof *k.fdev2);
+    k.check = check;
     k.pstamp = calloc(P, sizeof *k.pstamp);
     k.astamp = calloc(P, sizeof *k.astamp);
     k.used = malloc(P * sizeof *k.used);
@@ -891,11 +1425,14 @@ int partd_kl_based(const partd_request *req, const partd_cancel *cancel, partd_p
     k.credit = malloc(D * sizeof *k.credit);
     k.order = malloc(D * sizeof *k.order);
     rc = PARTD_ENOMEM;
-    if (k.m && k.mn && k.mcap && k.nstamp && k.list && k.dev && k.fdev && k.pstamp &&
+    if (k.m && k.mn && k.mcap && k.nstamp && k.list && k.dev && k.fdev && k.fdev2 && k.pstamp &&
         k.astamp && k.used && k.po_off && k.e_off && k.e_src && k.e_bytes && k.ch_off &&
         k.acc && k.flag && k.touched && k.lat && k.best && k.indeg && k.queue && k.reach &&
         k.dstamp && k.left && k.credit && k.order)
         rc = run(&k, sb, cancel, out, problem);
+    if (rc == PARTD_OK && k.mismatch)
+        rc = PARTD_EINTERNAL;
+    fast_free(&k.f);
     for (uint32_t v = 0; k.m && v < k.n; v++)
         free(k.m[v]);
     free(k.m);
@@ -905,6 +1442,7 @@ int partd_kl_based(const partd_request *req, const partd_cancel *cancel, partd_p
     free(k.list);
     free(k.dev);
     free(k.fdev);
+    free(k.fdev2);
     free(k.pstamp);
     free(k.astamp);
     free(k.used);
@@ -933,4 +1471,16 @@ int partd_kl_based(const partd_request *req, const partd_cancel *cancel, partd_p
         *out = NULL;
     }
     return rc;
+}
+
+int partd_kl_based(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
+                   partd_problem *problem)
+{
+    return kl_based(req, cancel, out, problem, 0);
+}
+
+int partd_kl_based_checked(const partd_request *req, const partd_cancel *cancel,
+                           partd_plan **out, partd_problem *problem)
+{
+    return kl_based(req, cancel, out, problem, 1);
 }

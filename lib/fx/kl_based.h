@@ -31,4 +31,11 @@
 int partd_kl_based(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
                    partd_problem *problem);
 
+/* partd_kl_based with every try's cost, memory and device mapping that
+ * the incremental state gives also recomputed for the whole list, as FX
+ * does: PARTD_EINTERNAL when any figure differs by a bit, else the same
+ * answer. Quadratic and more; for tests. */
+int partd_kl_based_checked(const partd_request *req, const partd_cancel *cancel,
+                           partd_plan **out, partd_problem *problem);
+
 #endif
