@@ -166,7 +166,8 @@ def main():
             print(f"{mode:<11} {n:>6} {fx} {ours_t:9.3f} {speed}  {agree(mode, ours, theirs)}",
                   flush=True)
     for mode, n in (("aot_based", 10000), ("sparse_nn", 10000), ("size_based", 10000),
-                    ("cost_aware", 300), ("kl_based", 2000)):
+                    ("cost_aware", 300), ("kl_based", 2000),
+                    ("kl_based", 10000)):
         req = chain_dag(random.Random(n), n, mode)
         ours_t, ours = partd_time(req)
         what = ours if isinstance(ours, str) else f"{len(ours[0])} partitions"
