@@ -31,10 +31,42 @@
 #include "size_based.h"
 
 typedef struct rec {
-    uint32_t *ops;
+    uint32_t *ops;         /* in node order */
     uint32_t n;
     int64_t used;
+    double lat;            /* critical path of node latencies (seconds) */
 } rec;
+
+/* One round's partitions' DAG, by position in the list, the mapping of the
+ * list taken fresh (the state before each position: a try keeps the
+ * mapping of the partitions before the first one it removes), and the
+ * scratch of a try. Sized once for the largest list. */
+typedef struct round_data {
+    uint32_t P, D;
+    uint32_t *par_off, *par; /* parents of each position (CSR) */
+    int64_t *comm, *cred;    /* per parent edge: FX's comm_size; the mapping's credit */
+    uint32_t *ch_off, *ch;   /* children of each position (CSR) */
+    uint32_t *topo, *tpos;
+    double *lat;
+    uint32_t *lvl;
+    int64_t *s_left;         /* P x D snapshots */
+    uint32_t *s_non, *s_ord;
+    uint32_t *bdev;          /* fresh mapping; positions from fail_at on have none */
+    uint32_t fail_at;
+    /* a try */
+    int64_t *left, *credit;
+    uint32_t *non, *ord, *tdev;
+    double *best;
+    uint32_t *nb, nb_tok;    /* positions next to the first of a pair */
+    uint32_t *pst, p_tok;    /* per-position stamps */
+    uint32_t *in_st, *out_st, u_tok;
+    int64_t *in_comm, *in_cred, *out_comm;
+    uint32_t *in_list, *out_list, n_in, n_out;
+    uint32_t *defer, *queue, *desc, d_tok;
+    uint32_t *in_u, *nseen, n_tok; /* per node */
+    uint32_t *cu, n_cu;      /* constants the union reads */
+    double *dist;            /* per node */
+} round_data;
 
 typedef struct state {
     const partd_request *req;
@@ -48,13 +80,12 @@ typedef struct state {
     uint32_t *dev;         /* per rec: device of the last mapping, or PARTD_NONE */
     uint32_t *stamp;       /* per node (unions) */
     uint32_t token;
-    uint64_t *adj;         /* sorted (min rec << 32 | max rec) of connected pairs */
-    size_t n_adj;
     /* a candidate list */
     uint32_t *pos;         /* rec -> index in the candidate */
     uint32_t *c_part_of;
     int64_t *c_used;
     uint32_t *c_dev, *c_dev_off, *c_dev_idx;
+    round_data rd;
 } state;
 
 static int64_t union_bytes(state *st, const rec *a, const rec *b)
@@ -85,13 +116,7 @@ static int64_t union_bytes(state *st, const rec *a, const rec *b)
     return bytes;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Levels (get_bfs_level_partition) and the connected pairs of the list. */
+/* Levels (get_bfs_level_partition) of the list. */
 static int analyse(state *st)
 {
     const partd_graph *g = st->g;
@@ -101,11 +126,9 @@ static int analyse(state *st)
     uint32_t *off = calloc((size_t)R + 2, sizeof *off);
     uint32_t *queue = malloc(((size_t)R + 1) * sizeof *queue);
     uint32_t *ch = malloc((E + 1) * sizeof *ch);
-    uint64_t *adj = malloc((E + 1) * sizeof *adj);
     int rc = PARTD_ENOMEM;
-    if (!indeg || !off || !queue || !ch || !adj)
+    if (!indeg || !off || !queue || !ch)
         goto out;
-    size_t m = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t v = 0; v < g->n_nodes; v++) {
             uint32_t r = st->part_of[v];
@@ -117,7 +140,6 @@ static int analyse(state *st)
                     continue;
                 if (pass == 0) {
                     off[q + 2]++;
-                    adj[m++] = q < r ? (uint64_t)q << 32 | r : (uint64_t)r << 32 | q;
                 } else {
                     ch[off[q + 1]++] = r;
                     indeg[r]++;
@@ -128,15 +150,6 @@ static int analyse(state *st)
             for (uint32_t i = 0; i < R; i++)
                 off[i + 2] += off[i + 1];
     }
-    qsort(adj, m, sizeof *adj, cmp_u64);
-    size_t u = 0;
-    for (size_t i = 0; i < m; i++)
-        if (u == 0 || adj[u - 1] != adj[i])
-            adj[u++] = adj[i];
-    free(st->adj);
-    st->adj = adj;
-    st->n_adj = u;
-    adj = NULL;
     uint32_t head = 0, tail = 0;
     for (uint32_t i = 0; i < st->n_order; i++) {
         uint32_t r = st->order[i];
@@ -160,14 +173,7 @@ out:
     free(off);
     free(queue);
     free(ch);
-    free(adj);
     return rc;
-}
-
-static int connected(const state *st, uint32_t a, uint32_t b)
-{
-    uint64_t key = a < b ? (uint64_t)a << 32 | b : (uint64_t)b << 32 | a;
-    return bsearch(&key, st->adj, st->n_adj, sizeof *st->adj, cmp_u64) != NULL;
 }
 
 /* The cost of the list with recs a and b merged (a == b: the list as it
@@ -219,16 +225,492 @@ static int evaluate(state *st, uint32_t a, uint32_t b, int64_t merged_used, int 
     return rc;
 }
 
+/* The critical path of node latencies over the ops of a and b (b may be
+ * NULL), as partd__fx_latency takes it: node order, top down. */
+static double union_lat(state *st, const rec *a, const rec *b)
+{
+    const partd_graph *g = st->g;
+    round_data *d = &st->rd;
+    uint32_t t = ++d->n_tok;
+    uint32_t nb = b ? b->n : 0;
+    for (uint32_t i = 0; i < a->n; i++)
+        d->in_u[a->ops[i]] = t;
+    for (uint32_t i = 0; i < nb; i++)
+        d->in_u[b->ops[i]] = t;
+    double lat = 0;
+    uint32_t i = 0, k = 0;
+    while (i < a->n || k < nb) {
+        uint32_t v = k >= nb || (i < a->n && a->ops[i] < b->ops[k]) ? a->ops[i++] : b->ops[k++];
+        double top = 0;
+        for (uint32_t e = g->in_off[v]; e < g->in_off[v + 1]; e++) {
+            uint32_t u = g->in_idx[e];
+            if (d->in_u[u] == t && d->dist[u] > top)
+                top = d->dist[u];
+        }
+        d->dist[v] = top + partd__fx_node_sec(g, v);
+        if (d->dist[v] > lat)
+            lat = d->dist[v];
+    }
+    return lat;
+}
+
+static int alloc_round(state *st)
+{
+    round_data *d = &st->rd;
+    size_t R = (size_t)st->g->n_ops + 2, N = (size_t)st->g->n_nodes + 1;
+    size_t D = st->req->n_devices + 1, E = st->g->in_off[st->g->n_nodes] + 1;
+    d->D = st->req->n_devices;
+    d->ch_off = malloc((R + 1) * sizeof *d->ch_off);
+    d->ch = malloc(E * sizeof *d->ch);
+    d->topo = malloc(R * sizeof *d->topo);
+    d->tpos = malloc(R * sizeof *d->tpos);
+    d->lat = malloc(R * sizeof *d->lat);
+    d->lvl = malloc(R * sizeof *d->lvl);
+    d->s_left = malloc(R * D * sizeof *d->s_left);
+    d->s_non = malloc(R * D * sizeof *d->s_non);
+    d->s_ord = malloc(R * D * sizeof *d->s_ord);
+    d->bdev = malloc(R * sizeof *d->bdev);
+    d->left = malloc(D * sizeof *d->left);
+    d->credit = calloc(D, sizeof *d->credit);
+    d->non = malloc(D * sizeof *d->non);
+    d->ord = malloc(D * sizeof *d->ord);
+    d->tdev = malloc(R * sizeof *d->tdev);
+    d->best = malloc(R * sizeof *d->best);
+    d->nb = calloc(R, sizeof *d->nb);
+    d->pst = calloc(R, sizeof *d->pst);
+    d->in_st = calloc(R, sizeof *d->in_st);
+    d->out_st = calloc(R, sizeof *d->out_st);
+    d->in_comm = malloc(R * sizeof *d->in_comm);
+    d->in_cred = malloc(R * sizeof *d->in_cred);
+    d->out_comm = malloc(R * sizeof *d->out_comm);
+    d->in_list = malloc(R * sizeof *d->in_list);
+    d->out_list = malloc(R * sizeof *d->out_list);
+    d->defer = malloc(R * sizeof *d->defer);
+    d->queue = malloc(R * sizeof *d->queue);
+    d->desc = calloc(R, sizeof *d->desc);
+    d->in_u = calloc(N, sizeof *d->in_u);
+    d->nseen = calloc(N, sizeof *d->nseen);
+    d->cu = malloc(N * sizeof *d->cu);
+    d->dist = malloc(N * sizeof *d->dist);
+    if (!d->ch_off || !d->ch || !d->topo || !d->tpos || !d->lat || !d->lvl || !d->s_left ||
+        !d->s_non || !d->s_ord || !d->bdev || !d->left || !d->credit || !d->non || !d->ord ||
+        !d->tdev || !d->best || !d->nb || !d->pst || !d->in_st || !d->out_st || !d->in_comm ||
+        !d->in_cred || !d->out_comm || !d->in_list || !d->out_list || !d->defer || !d->queue ||
+        !d->desc || !d->in_u || !d->nseen || !d->cu || !d->dist)
+        return PARTD_ENOMEM;
+    return PARTD_OK;
+}
+
+static void free_round(round_data *d)
+{
+    void *all[] = {d->par_off, d->par,   d->comm,    d->cred,    d->ch_off,   d->ch,
+                   d->topo,    d->tpos,  d->lat,     d->lvl,     d->s_left,   d->s_non,
+                   d->s_ord,   d->bdev,  d->left,    d->credit,  d->non,      d->ord,
+                   d->tdev,    d->best,  d->nb,      d->pst,     d->in_st,    d->out_st,
+                   d->in_comm, d->in_cred, d->out_comm, d->in_list, d->out_list, d->defer,
+                   d->queue,   d->desc,  d->in_u,    d->nseen,   d->cu,       d->dist};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
+/* Python's sorted() by memory left, stable: partd__fx_map's step. */
+static void sort_devices(uint32_t D, const int64_t *left, uint32_t *ord)
+{
+    for (uint32_t i = 1; i < D; i++) {
+        uint32_t dv = ord[i], j = i;
+        while (j > 0 && left[ord[j - 1]] > left[dv]) {
+            ord[j] = ord[j - 1];
+            j--;
+        }
+        ord[j] = dv;
+    }
+}
+
+/* The first device in ord with room for a partition of `used` bytes less
+ * the credit of its inputs there (partd__fx_map's choice), or PARTD_NONE;
+ * *extra receives what it takes. */
+static uint32_t choose(const round_data *d, int64_t used, int64_t *extra)
+{
+    for (uint32_t k = 0; k < d->D; k++) {
+        uint32_t dv = d->ord[k];
+        *extra = d->non[dv] ? used - d->credit[dv] : used;
+        if (*extra < d->left[dv])
+            return dv;
+    }
+    return PARTD_NONE;
+}
+
+/* The round's DAG by position (st->pos, c_part_of and c_used as the
+ * baseline's evaluate left them), its topological order and the fresh
+ * mapping of the list with the state before each position. */
+static int build_round(state *st)
+{
+    const partd_graph *g = st->g;
+    round_data *d = &st->rd;
+    uint32_t P = st->n_order, D = d->D;
+    d->P = P;
+    free(d->par_off);
+    free(d->par);
+    free(d->comm);
+    free(d->cred);
+    d->par_off = d->par = NULL;
+    d->comm = d->cred = NULL;
+    partd__fx_layout l = {P, st->c_part_of, NULL, NULL};
+    int rc = partd__fx_edges(st->req, &l, &d->par_off, &d->par, &d->comm);
+    if (rc != PARTD_OK)
+        return rc;
+    uint32_t m = d->par_off[P];
+    d->cred = calloc((size_t)m + 1, sizeof *d->cred);
+    if (!d->cred)
+        return PARTD_ENOMEM;
+    /* credit per edge: every node edge counts (partd__fx_map); pst holds
+     * the edge of each parent of q */
+    for (uint32_t q = 0; q < P; q++) {
+        for (uint32_t e = d->par_off[q]; e < d->par_off[q + 1]; e++)
+            d->pst[d->par[e]] = e;
+        const rec *r = &st->recs[st->order[q]];
+        for (uint32_t i = 0; i < r->n; i++) {
+            uint32_t v = r->ops[i];
+            for (uint32_t k = g->in_off[v]; k < g->in_off[v + 1]; k++) {
+                uint32_t u = g->in_idx[k], p = st->c_part_of[u];
+                if (p != PARTD_NONE && p != q)
+                    d->cred[d->pst[p]] += partd__fx_output(g, u);
+            }
+        }
+    }
+    /* stamps start afresh each round: no token wraps */
+    size_t R = (size_t)st->g->n_ops + 2, N = (size_t)g->n_nodes + 1;
+    memset(d->pst, 0, R * sizeof *d->pst);
+    memset(d->nb, 0, R * sizeof *d->nb);
+    memset(d->in_st, 0, R * sizeof *d->in_st);
+    memset(d->out_st, 0, R * sizeof *d->out_st);
+    memset(d->desc, 0, R * sizeof *d->desc);
+    memset(d->in_u, 0, N * sizeof *d->in_u);
+    memset(d->nseen, 0, N * sizeof *d->nseen);
+    d->p_tok = d->nb_tok = d->u_tok = d->d_tok = d->n_tok = 0;
+    memset(d->ch_off, 0, ((size_t)P + 1) * sizeof *d->ch_off);
+    for (uint32_t e = 0; e < m; e++)
+        d->ch_off[d->par[e] + 1]++;
+    for (uint32_t p = 0; p < P; p++)
+        d->ch_off[p + 1] += d->ch_off[p];
+    for (uint32_t q = 0; q < P; q++)
+        for (uint32_t e = d->par_off[q]; e < d->par_off[q + 1]; e++)
+            d->ch[d->ch_off[d->par[e]]++] = q;
+    for (uint32_t p = P; p > 0; p--)
+        d->ch_off[p] = d->ch_off[p - 1];
+    d->ch_off[0] = 0;
+    /* Kahn: indegree in tdev */
+    uint32_t head = 0, tail = 0;
+    for (uint32_t q = 0; q < P; q++) {
+        d->tdev[q] = d->par_off[q + 1] - d->par_off[q];
+        if (!d->tdev[q])
+            d->topo[tail++] = q;
+        d->lat[q] = st->recs[st->order[q]].lat;
+        d->lvl[q] = st->level[st->order[q]];
+    }
+    while (head < tail) {
+        uint32_t p = d->topo[head++];
+        for (uint32_t k = d->ch_off[p]; k < d->ch_off[p + 1]; k++)
+            if (--d->tdev[d->ch[k]] == 0)
+                d->topo[tail++] = d->ch[k];
+    }
+    if (tail != P)
+        return PARTD_EINTERNAL;
+    for (uint32_t k = 0; k < P; k++)
+        d->tpos[d->topo[k]] = k;
+    /* the fresh mapping */
+    for (uint32_t dv = 0; dv < D; dv++) {
+        d->left[dv] = st->req->devices[dv].memory_bytes;
+        d->ord[dv] = dv;
+        d->non[dv] = 0;
+    }
+    d->fail_at = P;
+    for (uint32_t k = 0; k < P; k++)
+        d->bdev[k] = PARTD_NONE;
+    for (uint32_t k = 0; k < P; k++) {
+        memcpy(d->s_left + (size_t)k * D, d->left, D * sizeof *d->left);
+        memcpy(d->s_non + (size_t)k * D, d->non, D * sizeof *d->non);
+        memcpy(d->s_ord + (size_t)k * D, d->ord, D * sizeof *d->ord);
+        sort_devices(D, d->left, d->ord);
+        for (uint32_t e = d->par_off[k]; e < d->par_off[k + 1]; e++)
+            if (d->par[e] < k)
+                d->credit[d->bdev[d->par[e]]] += d->cred[e];
+        int64_t extra = 0;
+        uint32_t c = choose(d, st->c_used[k], &extra);
+        for (uint32_t e = d->par_off[k]; e < d->par_off[k + 1]; e++)
+            if (d->par[e] < k)
+                d->credit[d->bdev[d->par[e]]] = 0;
+        if (c == PARTD_NONE) {
+            d->fail_at = k;
+            break;
+        }
+        d->bdev[k] = c;
+        d->left[c] -= extra;
+        d->non[c]++;
+    }
+    return PARTD_OK;
+}
+
+/* The union of the partitions at positions i and j: the bytes of its edges
+ * (as build_edges counts them, placeholders and get_attrs both ends read
+ * included) and the credit of its inputs. */
+static void scan_union(state *st, uint32_t i, uint32_t j)
+{
+    const partd_graph *g = st->g;
+    round_data *d = &st->rd;
+    const rec *rs[2] = {&st->recs[st->order[i]], &st->recs[st->order[j]]};
+    uint32_t t = ++d->n_tok, tu = ++d->u_tok;
+    for (int h = 0; h < 2; h++)
+        for (uint32_t x = 0; x < rs[h]->n; x++)
+            d->in_u[rs[h]->ops[x]] = t;
+    d->n_in = d->n_out = d->n_cu = 0;
+    for (int h = 0; h < 2; h++)
+        for (uint32_t x = 0; x < rs[h]->n; x++) {
+            uint32_t v = rs[h]->ops[x];
+            for (uint32_t k = g->in_off[v]; k < g->in_off[v + 1]; k++) {
+                uint32_t u = g->in_idx[k];
+                if (d->in_u[u] == t)
+                    continue;
+                uint32_t q = st->c_part_of[u];
+                if (q == PARTD_NONE) {
+                    if (partd__fx_is_constant(g, u) && d->nseen[u] != t) {
+                        d->nseen[u] = t;
+                        d->cu[d->n_cu++] = u;
+                    }
+                    continue;
+                }
+                if (d->in_st[q] != tu) {
+                    d->in_st[q] = tu;
+                    d->in_list[d->n_in++] = q;
+                    d->in_comm[q] = d->in_cred[q] = 0;
+                }
+                d->in_cred[q] += partd__fx_output(g, u);
+                if (d->nseen[u] != t) {
+                    d->nseen[u] = t;
+                    d->in_comm[q] += partd__fx_output(g, u);
+                }
+            }
+        }
+    for (int h = 0; h < 2; h++)
+        for (uint32_t x = 0; x < rs[h]->n; x++) {
+            uint32_t v = rs[h]->ops[x], tt = ++d->p_tok;
+            for (uint32_t k = g->user_off[v]; k < g->user_off[v + 1]; k++) {
+                uint32_t w = g->user_idx[k];
+                uint32_t q = st->c_part_of[w];
+                if (d->in_u[w] == t || q == PARTD_NONE)
+                    continue;
+                if (d->out_st[q] != tu) {
+                    d->out_st[q] = tu;
+                    d->out_list[d->n_out++] = q;
+                    d->out_comm[q] = 0;
+                }
+                if (d->pst[q] != tt) {
+                    d->pst[q] = tt;
+                    d->out_comm[q] += partd__fx_output(g, v);
+                }
+            }
+        }
+    /* a placeholder or get_attr the union and a neighbour both read */
+    for (int side = 0; side < 2; side++)
+        for (uint32_t c = 0; c < d->n_cu; c++) {
+            uint32_t x = d->cu[c], tt = ++d->p_tok;
+            for (uint32_t k = g->user_off[x]; k < g->user_off[x + 1]; k++) {
+                uint32_t q = st->c_part_of[g->user_idx[k]];
+                if (q == PARTD_NONE || q == i || q == j || d->pst[q] == tt)
+                    continue;
+                if (side == 0 && d->in_st[q] == tu) {
+                    d->pst[q] = tt;
+                    d->in_comm[q] += partd__fx_output(g, x);
+                } else if (side == 1 && d->out_st[q] == tu) {
+                    d->pst[q] = tt;
+                    d->out_comm[q] += partd__fx_output(g, x);
+                }
+            }
+        }
+}
+
+/* Whether merging positions i and j closes a cycle: a path of two edges or
+ * more from the one to the other. Such a path climbs at least two bfs
+ * levels, and every partition on it lies strictly between the two. */
+static int closes_cycle(round_data *d, uint32_t i, uint32_t j)
+{
+    uint32_t x = d->lvl[i] < d->lvl[j] ? i : j, y = x == i ? j : i;
+    if (d->lvl[y] < d->lvl[x] + 2)
+        return 0;
+    uint32_t t = ++d->d_tok, head = 0, tail = 0;
+    for (uint32_t k = d->ch_off[x]; k < d->ch_off[x + 1]; k++) {
+        uint32_t c = d->ch[k];
+        if (c != y && d->lvl[c] < d->lvl[y] && d->desc[c] != t) {
+            d->desc[c] = t;
+            d->queue[tail++] = c;
+        }
+    }
+    while (head < tail) {
+        uint32_t z = d->queue[head++];
+        for (uint32_t k = d->ch_off[z]; k < d->ch_off[z + 1]; k++) {
+            uint32_t c = d->ch[k];
+            if (c == y)
+                return 1;
+            if (d->lvl[c] < d->lvl[y] && d->desc[c] != t) {
+                d->desc[c] = t;
+                d->queue[tail++] = c;
+            }
+        }
+    }
+    return 0;
+}
+
+/* FX's mapping of the list with positions i < j removed and their union
+ * (used bytes) last: from the fresh mapping's state before i, over the
+ * rest. Returns the union's device, or PARTD_NONE when some partition
+ * finds none. */
+static uint32_t try_map(state *st, uint32_t i, uint32_t j, int64_t used)
+{
+    round_data *d = &st->rd;
+    uint32_t D = d->D, P = d->P;
+    if (i > d->fail_at)
+        return PARTD_NONE;
+    memcpy(d->left, d->s_left + (size_t)i * D, D * sizeof *d->left);
+    memcpy(d->non, d->s_non + (size_t)i * D, D * sizeof *d->non);
+    memcpy(d->ord, d->s_ord + (size_t)i * D, D * sizeof *d->ord);
+    for (uint32_t k = i + 1; k < P; k++) {
+        if (k == j)
+            continue;
+        sort_devices(D, d->left, d->ord);
+        uint32_t lo = d->par_off[k], hi = d->par_off[k + 1];
+        for (uint32_t e = lo; e < hi; e++) {
+            uint32_t q = d->par[e];
+            if (q < i)
+                d->credit[d->bdev[q]] += d->cred[e];
+            else if (q < k && q != i && q != j)
+                d->credit[d->tdev[q]] += d->cred[e];
+        }
+        int64_t extra = 0;
+        uint32_t c = choose(d, st->c_used[k], &extra);
+        for (uint32_t e = lo; e < hi; e++) {
+            uint32_t q = d->par[e];
+            if (q < i)
+                d->credit[d->bdev[q]] = 0;
+            else if (q < k && q != i && q != j)
+                d->credit[d->tdev[q]] = 0;
+        }
+        if (c == PARTD_NONE)
+            return PARTD_NONE;
+        d->tdev[k] = c;
+        d->left[c] -= extra;
+        d->non[c]++;
+    }
+    sort_devices(D, d->left, d->ord);
+    for (uint32_t x = 0; x < d->n_in; x++) {
+        uint32_t q = d->in_list[x];
+        d->credit[q < i ? d->bdev[q] : d->tdev[q]] += d->in_cred[q];
+    }
+    int64_t extra = 0;
+    uint32_t c = choose(d, used, &extra);
+    for (uint32_t x = 0; x < d->n_in; x++) {
+        uint32_t q = d->in_list[x];
+        d->credit[q < i ? d->bdev[q] : d->tdev[q]] = 0;
+    }
+    return c;
+}
+
+static inline uint32_t try_dev(const round_data *d, uint32_t i, uint32_t q)
+{
+    return q < i ? d->bdev[q] : d->tdev[q];
+}
+
+/* The cost of one position z of the candidate (u: the union's slot). */
+static double try_best(state *st, uint32_t i, uint32_t j, uint32_t z, uint32_t dev_u, double best_u)
+{
+    round_data *d = &st->rd;
+    double rate = st->req->options.transfer_bytes_per_sec, in = 0;
+    uint32_t dz = try_dev(d, i, z);
+    for (uint32_t e = d->par_off[z]; e < d->par_off[z + 1]; e++) {
+        uint32_t q = d->par[e], dq;
+        double pb;
+        int64_t bytes;
+        if (q == i || q == j) {
+            pb = best_u;
+            dq = dev_u;
+            bytes = d->out_comm[z];
+        } else {
+            pb = d->best[q];
+            dq = try_dev(d, i, q);
+            bytes = d->comm[e];
+        }
+        double comm = dq != PARTD_NONE && dq == dz ? 0.0 : (double)bytes / rate;
+        double x = pb + comm;
+        if (x > in)
+            in = x;
+    }
+    return in + d->lat[z];
+}
+
+/* The candidate's cost (partd__fx_latency's figure) in the topological
+ * order of the list, the union taking the later of i and j's places and
+ * the descendants of the earlier one between them waiting for it. */
+static double try_cost(state *st, uint32_t i, uint32_t j, uint32_t dev_u, double lat_u)
+{
+    round_data *d = &st->rd;
+    double rate = st->req->options.transfer_bytes_per_sec, worst = 0, best_u = 0;
+    uint32_t x = d->tpos[i] < d->tpos[j] ? i : j, y = x == i ? j : i;
+    uint32_t t = ++d->d_tok, n_defer = 0;
+    for (uint32_t k = 0; k < d->P; k++) {
+        uint32_t z = d->topo[k];
+        if (z == x)
+            continue;
+        if (z == y) {
+            double in = 0;
+            for (uint32_t h = 0; h < d->n_in; h++) {
+                uint32_t q = d->in_list[h], dq = try_dev(d, i, q);
+                double comm =
+                    dq != PARTD_NONE && dq == dev_u ? 0.0 : (double)d->in_comm[q] / rate;
+                double v = d->best[q] + comm;
+                if (v > in)
+                    in = v;
+            }
+            best_u = in + lat_u;
+            if (best_u > worst)
+                worst = best_u;
+            for (uint32_t h = 0; h < n_defer; h++) {
+                uint32_t w = d->defer[h];
+                d->best[w] = try_best(st, i, j, w, dev_u, best_u);
+                if (d->best[w] > worst)
+                    worst = d->best[w];
+            }
+            n_defer = 0;
+            continue;
+        }
+        if (d->tpos[z] > d->tpos[x] && d->tpos[z] < d->tpos[y]) {
+            int late = 0;
+            for (uint32_t e = d->par_off[z]; e < d->par_off[z + 1] && !late; e++)
+                late = d->par[e] == x || d->desc[d->par[e]] == t;
+            if (late) {
+                d->desc[z] = t;
+                d->defer[n_defer++] = z;
+                continue;
+            }
+        }
+        d->best[z] = try_best(st, i, j, z, dev_u, best_u);
+        if (d->best[z] > worst)
+            worst = d->best[z];
+    }
+    return worst;
+}
+
 static int merge(state *st, uint32_t a, uint32_t b, int64_t used)
 {
     rec *n = &st->recs[st->n_recs];
-    n->n = st->recs[a].n + st->recs[b].n;
+    const rec *ra = &st->recs[a], *rb = &st->recs[b];
+    n->n = ra->n + rb->n;
     n->ops = malloc(n->n * sizeof *n->ops);
     if (!n->ops)
         return PARTD_ENOMEM;
-    memcpy(n->ops, st->recs[a].ops, st->recs[a].n * sizeof *n->ops);
-    memcpy(n->ops + st->recs[a].n, st->recs[b].ops, st->recs[b].n * sizeof *n->ops);
+    for (uint32_t i = 0, k = 0, at = 0; at < n->n; at++)
+        n->ops[at] = k >= rb->n || (i < ra->n && ra->ops[i] < rb->ops[k]) ? ra->ops[i++]
+                                                                           : rb->ops[k++];
     n->used = used;
+    n->lat = union_lat(st, ra, rb);
     uint32_t r = st->n_recs++;
     for (uint32_t i = 0; i < n->n; i++)
         st->part_of[n->ops[i]] = r;
@@ -257,22 +739,34 @@ static int round_(state *st, const partd_cancel *cancel, int *merged)
         return PARTD_EINTERNAL;
     if (st->n_order == 1)
         return PARTD_OK;
+    if ((rc = build_round(st)) != PARTD_OK)
+        return rc;
+    round_data *d = &st->rd;
     uint32_t best_a = PARTD_NONE, best_b = PARTD_NONE;
     int64_t best_used = 0;
-    for (uint32_t i = 0; i + 1 < st->n_order; i++) {
+    for (uint32_t i = 0; i + 1 < d->P; i++) {
         if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
             return rc;
-        uint32_t a = st->order[i];
-        for (uint32_t j = i + 1; j < st->n_order; j++) {
-            uint32_t b = st->order[j];
-            uint32_t la = st->level[a], lb = st->level[b];
-            if ((la > lb ? la - lb : lb - la) > 1 && !connected(st, a, b))
+        uint32_t tok = ++d->nb_tok;
+        for (uint32_t e = d->par_off[i]; e < d->par_off[i + 1]; e++)
+            d->nb[d->par[e]] = tok;
+        for (uint32_t e = d->ch_off[i]; e < d->ch_off[i + 1]; e++)
+            d->nb[d->ch[e]] = tok;
+        for (uint32_t j = i + 1; j < d->P; j++) {
+            uint32_t li = d->lvl[i], lj = d->lvl[j];
+            int next = d->nb[j] == tok;
+            if ((li > lj ? li - lj : lj - li) > 1 && !next)
                 continue;
+            if (next && closes_cycle(d, i, j))
+                continue;
+            uint32_t a = st->order[i], b = st->order[j];
             int64_t used = union_bytes(st, &st->recs[a], &st->recs[b]);
-            double c;
-            if ((rc = evaluate(st, a, b, used, 1, &c, &ok)) != PARTD_OK)
-                return rc;
-            if (ok && c <= cost) {
+            scan_union(st, i, j);
+            uint32_t dev_u = try_map(st, i, j, used);
+            if (dev_u == PARTD_NONE)
+                continue;
+            double c = try_cost(st, i, j, dev_u, union_lat(st, &st->recs[a], &st->recs[b]));
+            if (c <= cost) {
                 cost = c;
                 best_a = a;
                 best_b = b;
@@ -394,7 +888,8 @@ int partd_cost_aware(const partd_request *req, const partd_cancel *cancel, partd
     st.c_dev_idx = malloc(R * sizeof *st.c_dev_idx);
     rc = PARTD_ENOMEM;
     if (!st.recs || !st.part_of || !st.order || !st.level || !st.dev || !st.stamp || !st.pos ||
-        !st.c_part_of || !st.c_used || !st.c_dev || !st.c_dev_off || !st.c_dev_idx)
+        !st.c_part_of || !st.c_used || !st.c_dev || !st.c_dev_off || !st.c_dev_idx ||
+        alloc_round(&st) != PARTD_OK)
         goto out;
     /* create_single_node_partition for every operation, in node order */
     rc = PARTD_OK;
@@ -411,6 +906,7 @@ int partd_cost_aware(const partd_request *req, const partd_cancel *cancel, partd
         r->ops[0] = v;
         r->n = 1;
         r->used = union_bytes(&st, r, &(rec){0});
+        r->lat = partd__fx_node_sec(g, v);
         st.part_of[v] = st.n_recs;
         st.dev[st.n_recs] = PARTD_NONE;
         st.order[st.n_order++] = st.n_recs++;
@@ -437,6 +933,6 @@ out:
     free(st.c_dev);
     free(st.c_dev_off);
     free(st.c_dev_idx);
-    free(st.adj);
+    free_round(&st.rd);
     return rc;
 }

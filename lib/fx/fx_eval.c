@@ -431,3 +431,20 @@ out:
     free(ops);
     return found;
 }
+
+int partd__fx_edges(const partd_request *req, const partd__fx_layout *l, uint32_t **off,
+                    uint32_t **src, int64_t **bytes)
+{
+    edges e = {0};
+    int rc = build_edges(req, l, &e);
+    if (rc != PARTD_OK) {
+        free(e.off);
+        free(e.src);
+        free(e.bytes);
+        return rc;
+    }
+    *off = e.off;
+    *src = e.src;
+    *bytes = e.bytes;
+    return PARTD_OK;
+}

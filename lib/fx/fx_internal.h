@@ -72,6 +72,12 @@ int partd__fx_memory(const partd_request *req, const partd__fx_layout *l, int64_
 int partd__fx_latency(const partd_request *req, const partd__fx_layout *l, double *sec,
                       uint32_t *cycle);
 
+/* The partitions' DAG as partd__fx_latency sees it: for each partition q,
+ * its parents (*src, CSR by *off, n_parts + 1 entries) and the bytes each
+ * edge carries (*bytes, FX's comm_size). The caller frees the three. */
+int partd__fx_edges(const partd_request *req, const partd__fx_layout *l, uint32_t **off,
+                    uint32_t **src, int64_t **bytes);
+
 /* FX's partition_graph before the mode's own work (cost_aware, kl_based,
  * sparse_nn): the whole graph as one partition on the first device with the
  * most memory when it fits there (*out set, PARTD_OK), PARTD_EINFEASIBLE
