@@ -56,6 +56,9 @@ typedef struct round_data {
     /* a try */
     int64_t *left, *credit;
     uint32_t *non, *ord, *tdev;
+    int64_t *r_left;         /* the mapping with the first of the pairs removed */
+    uint32_t *r_non, *r_ord, r_at, r_nchg;
+    int r_ok;
     double *best;
     uint32_t *nb, nb_tok;    /* positions next to the first of a pair */
     uint32_t *pst, p_tok;    /* per-position stamps */
@@ -63,6 +66,11 @@ typedef struct round_data {
     int64_t *in_comm, *in_cred, *out_comm;
     uint32_t *in_list, *out_list, n_in, n_out;
     uint32_t *defer, *queue, *desc, d_tok;
+    uint32_t *chg, n_chg;    /* positions the try's mapping moved */
+    double *bbest;           /* cost at each position under the fresh mapping */
+    uint32_t *by_best;       /* positions by bbest, largest first */
+    uint64_t *heap;
+    uint32_t n_heap, *hst, *vst, h_tok;
     uint32_t *in_u, *nseen, n_tok; /* per node */
     uint32_t *cu, n_cu;      /* constants the union reads */
     double *dist;            /* per node */
@@ -273,6 +281,9 @@ static int alloc_round(state *st)
     d->left = malloc(D * sizeof *d->left);
     d->credit = calloc(D, sizeof *d->credit);
     d->non = malloc(D * sizeof *d->non);
+    d->r_left = malloc(D * sizeof *d->r_left);
+    d->r_non = malloc(D * sizeof *d->r_non);
+    d->r_ord = malloc(D * sizeof *d->r_ord);
     d->ord = malloc(D * sizeof *d->ord);
     d->tdev = malloc(R * sizeof *d->tdev);
     d->best = malloc(R * sizeof *d->best);
@@ -288,15 +299,23 @@ static int alloc_round(state *st)
     d->defer = malloc(R * sizeof *d->defer);
     d->queue = malloc(R * sizeof *d->queue);
     d->desc = calloc(R, sizeof *d->desc);
+    d->chg = malloc(R * sizeof *d->chg);
+    d->bbest = malloc(R * sizeof *d->bbest);
+    d->by_best = malloc(R * sizeof *d->by_best);
+    d->heap = malloc(R * sizeof *d->heap);
+    d->hst = calloc(R, sizeof *d->hst);
+    d->vst = calloc(R, sizeof *d->vst);
     d->in_u = calloc(N, sizeof *d->in_u);
     d->nseen = calloc(N, sizeof *d->nseen);
     d->cu = malloc(N * sizeof *d->cu);
     d->dist = malloc(N * sizeof *d->dist);
     if (!d->ch_off || !d->ch || !d->topo || !d->tpos || !d->lat || !d->lvl || !d->s_left ||
         !d->s_non || !d->s_ord || !d->bdev || !d->left || !d->credit || !d->non || !d->ord ||
+        !d->r_left || !d->r_non || !d->r_ord ||
         !d->tdev || !d->best || !d->nb || !d->pst || !d->in_st || !d->out_st || !d->in_comm ||
         !d->in_cred || !d->out_comm || !d->in_list || !d->out_list || !d->defer || !d->queue ||
-        !d->desc || !d->in_u || !d->nseen || !d->cu || !d->dist)
+        !d->desc || !d->chg || !d->bbest || !d->by_best || !d->heap || !d->hst || !d->vst ||
+        !d->in_u || !d->nseen || !d->cu || !d->dist)
         return PARTD_ENOMEM;
     return PARTD_OK;
 }
@@ -308,7 +327,9 @@ static void free_round(round_data *d)
                    d->s_ord,   d->bdev,  d->left,    d->credit,  d->non,      d->ord,
                    d->tdev,    d->best,  d->nb,      d->pst,     d->in_st,    d->out_st,
                    d->in_comm, d->in_cred, d->out_comm, d->in_list, d->out_list, d->defer,
-                   d->queue,   d->desc,  d->in_u,    d->nseen,   d->cu,       d->dist};
+                   d->queue,   d->desc,  d->in_u,    d->nseen,   d->cu,       d->dist,
+                   d->chg,     d->bbest, d->by_best, d->heap,    d->hst,      d->vst,
+                   d->r_left,  d->r_non, d->r_ord};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         free(all[i]);
 }
@@ -329,12 +350,13 @@ static void sort_devices(uint32_t D, const int64_t *left, uint32_t *ord)
 /* The first device in ord with room for a partition of `used` bytes less
  * the credit of its inputs there (partd__fx_map's choice), or PARTD_NONE;
  * *extra receives what it takes. */
-static uint32_t choose(const round_data *d, int64_t used, int64_t *extra)
+static uint32_t choose(uint32_t D, const int64_t *left, const uint32_t *non, const uint32_t *ord,
+                       const int64_t *credit, int64_t used, int64_t *extra)
 {
-    for (uint32_t k = 0; k < d->D; k++) {
-        uint32_t dv = d->ord[k];
-        *extra = d->non[dv] ? used - d->credit[dv] : used;
-        if (*extra < d->left[dv])
+    for (uint32_t k = 0; k < D; k++) {
+        uint32_t dv = ord[k];
+        *extra = non[dv] ? used - credit[dv] : used;
+        if (*extra < left[dv])
             return dv;
     }
     return PARTD_NONE;
@@ -343,6 +365,8 @@ static uint32_t choose(const round_data *d, int64_t used, int64_t *extra)
 /* The round's DAG by position (st->pos, c_part_of and c_used as the
  * baseline's evaluate left them), its topological order and the fresh
  * mapping of the list with the state before each position. */
+static void build_fresh_costs(state *st);
+
 static int build_round(state *st)
 {
     const partd_graph *g = st->g;
@@ -385,9 +409,11 @@ static int build_round(state *st)
     memset(d->in_st, 0, R * sizeof *d->in_st);
     memset(d->out_st, 0, R * sizeof *d->out_st);
     memset(d->desc, 0, R * sizeof *d->desc);
+    memset(d->hst, 0, R * sizeof *d->hst);
+    memset(d->vst, 0, R * sizeof *d->vst);
     memset(d->in_u, 0, N * sizeof *d->in_u);
     memset(d->nseen, 0, N * sizeof *d->nseen);
-    d->p_tok = d->nb_tok = d->u_tok = d->d_tok = d->n_tok = 0;
+    d->p_tok = d->nb_tok = d->u_tok = d->d_tok = d->n_tok = d->h_tok = 0;
     memset(d->ch_off, 0, ((size_t)P + 1) * sizeof *d->ch_off);
     for (uint32_t e = 0; e < m; e++)
         d->ch_off[d->par[e] + 1]++;
@@ -436,7 +462,7 @@ static int build_round(state *st)
             if (d->par[e] < k)
                 d->credit[d->bdev[d->par[e]]] += d->cred[e];
         int64_t extra = 0;
-        uint32_t c = choose(d, st->c_used[k], &extra);
+        uint32_t c = choose(D, d->left, d->non, d->ord, d->credit, st->c_used[k], &extra);
         for (uint32_t e = d->par_off[k]; e < d->par_off[k + 1]; e++)
             if (d->par[e] < k)
                 d->credit[d->bdev[d->par[e]]] = 0;
@@ -448,6 +474,7 @@ static int build_round(state *st)
         d->left[c] -= extra;
         d->non[c]++;
     }
+    build_fresh_costs(st);
     return PARTD_OK;
 }
 
@@ -560,53 +587,87 @@ static int closes_cycle(round_data *d, uint32_t i, uint32_t j)
     return 0;
 }
 
+/* One position k of a try's mapping (positions i and j removed; j is
+ * PARTD_NONE while only i is): partd__fx_map's step on left, non, ord. */
+static uint32_t map_step(state *st, int64_t *left, uint32_t *non, uint32_t *ord, uint32_t i,
+                         uint32_t j, uint32_t k)
+{
+    round_data *d = &st->rd;
+    sort_devices(d->D, left, ord);
+    uint32_t lo = d->par_off[k], hi = d->par_off[k + 1];
+    for (uint32_t e = lo; e < hi; e++) {
+        uint32_t q = d->par[e];
+        if (q < i)
+            d->credit[d->bdev[q]] += d->cred[e];
+        else if (q < k && q != i && q != j)
+            d->credit[d->tdev[q]] += d->cred[e];
+    }
+    int64_t extra = 0;
+    uint32_t c = choose(d->D, left, non, ord, d->credit, st->c_used[k], &extra);
+    for (uint32_t e = lo; e < hi; e++) {
+        uint32_t q = d->par[e];
+        if (q < i)
+            d->credit[d->bdev[q]] = 0;
+        else if (q < k && q != i && q != j)
+            d->credit[d->tdev[q]] = 0;
+    }
+    if (c == PARTD_NONE)
+        return c;
+    d->tdev[k] = c;
+    if (c != d->bdev[k])
+        d->chg[d->n_chg++] = k;
+    left[c] -= extra;
+    non[c]++;
+    return c;
+}
+
+/* Start the tries whose first partition is at position i: the mapping
+ * with i removed, kept as far as the next try's second partition (the
+ * tries of one i share it up to there). */
+static void start_first(state *st, uint32_t i)
+{
+    round_data *d = &st->rd;
+    uint32_t D = d->D;
+    d->r_at = i + 1;
+    d->r_ok = i <= d->fail_at;
+    if (!d->r_ok)
+        return;
+    memcpy(d->r_left, d->s_left + (size_t)i * D, D * sizeof *d->r_left);
+    memcpy(d->r_non, d->s_non + (size_t)i * D, D * sizeof *d->r_non);
+    memcpy(d->r_ord, d->s_ord + (size_t)i * D, D * sizeof *d->r_ord);
+    d->n_chg = d->r_nchg = 0;
+}
+
 /* FX's mapping of the list with positions i < j removed and their union
- * (used bytes) last: from the fresh mapping's state before i, over the
- * rest. Returns the union's device, or PARTD_NONE when some partition
+ * (used bytes) last: the shared mapping with i removed advanced to j, then
+ * the rest. Returns the union's device, or PARTD_NONE when some partition
  * finds none. */
 static uint32_t try_map(state *st, uint32_t i, uint32_t j, int64_t used)
 {
     round_data *d = &st->rd;
     uint32_t D = d->D, P = d->P;
-    if (i > d->fail_at)
-        return PARTD_NONE;
-    memcpy(d->left, d->s_left + (size_t)i * D, D * sizeof *d->left);
-    memcpy(d->non, d->s_non + (size_t)i * D, D * sizeof *d->non);
-    memcpy(d->ord, d->s_ord + (size_t)i * D, D * sizeof *d->ord);
-    for (uint32_t k = i + 1; k < P; k++) {
-        if (k == j)
-            continue;
-        sort_devices(D, d->left, d->ord);
-        uint32_t lo = d->par_off[k], hi = d->par_off[k + 1];
-        for (uint32_t e = lo; e < hi; e++) {
-            uint32_t q = d->par[e];
-            if (q < i)
-                d->credit[d->bdev[q]] += d->cred[e];
-            else if (q < k && q != i && q != j)
-                d->credit[d->tdev[q]] += d->cred[e];
-        }
-        int64_t extra = 0;
-        uint32_t c = choose(d, st->c_used[k], &extra);
-        for (uint32_t e = lo; e < hi; e++) {
-            uint32_t q = d->par[e];
-            if (q < i)
-                d->credit[d->bdev[q]] = 0;
-            else if (q < k && q != i && q != j)
-                d->credit[d->tdev[q]] = 0;
-        }
-        if (c == PARTD_NONE)
-            return PARTD_NONE;
-        d->tdev[k] = c;
-        d->left[c] -= extra;
-        d->non[c]++;
+    d->n_chg = d->r_nchg;
+    while (d->r_ok && d->r_at < j) {
+        d->r_ok = map_step(st, d->r_left, d->r_non, d->r_ord, i, PARTD_NONE, d->r_at) !=
+                  PARTD_NONE;
+        d->r_at++;
     }
+    d->r_nchg = d->n_chg;
+    if (!d->r_ok)
+        return PARTD_NONE;
+    memcpy(d->left, d->r_left, D * sizeof *d->left);
+    memcpy(d->non, d->r_non, D * sizeof *d->non);
+    memcpy(d->ord, d->r_ord, D * sizeof *d->ord);
+    for (uint32_t k = j + 1; k < P; k++)
+        if (map_step(st, d->left, d->non, d->ord, i, j, k) == PARTD_NONE)
+            return PARTD_NONE;
     sort_devices(D, d->left, d->ord);
     for (uint32_t x = 0; x < d->n_in; x++) {
         uint32_t q = d->in_list[x];
         d->credit[q < i ? d->bdev[q] : d->tdev[q]] += d->in_cred[q];
     }
     int64_t extra = 0;
-    uint32_t c = choose(d, used, &extra);
+    uint32_t c = choose(D, d->left, d->non, d->ord, d->credit, used, &extra);
     for (uint32_t x = 0; x < d->n_in; x++) {
         uint32_t q = d->in_list[x];
         d->credit[q < i ? d->bdev[q] : d->tdev[q]] = 0;
@@ -698,6 +759,201 @@ static double try_cost(state *st, uint32_t i, uint32_t j, uint32_t dev_u, double
     return worst;
 }
 
+/* Positions by bbest, largest first (merge sort; tmp as large). */
+static void sort_by_best(uint32_t *a, uint32_t n, const double *key, uint32_t *tmp)
+{
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t x = lo, y = mid, k = lo;
+            while (x < mid || y < hi)
+                tmp[k++] = y >= hi || (x < mid && key[a[x]] >= key[a[y]]) ? a[x++] : a[y++];
+        }
+        memcpy(a, tmp, n * sizeof *a);
+    }
+}
+
+/* The fresh mapping's cost at each position (bbest): a try recomputes only
+ * the positions whose figure it changes. */
+static void build_fresh_costs(state *st)
+{
+    round_data *d = &st->rd;
+    double rate = st->req->options.transfer_bytes_per_sec;
+    if (d->fail_at < d->P)
+        return;
+    for (uint32_t k = 0; k < d->P; k++) {
+        uint32_t z = d->topo[k];
+        double in = 0;
+        for (uint32_t e = d->par_off[z]; e < d->par_off[z + 1]; e++) {
+            uint32_t q = d->par[e];
+            double comm = d->bdev[q] == d->bdev[z] ? 0.0 : (double)d->comm[e] / rate;
+            double x = d->bbest[q] + comm;
+            if (x > in)
+                in = x;
+        }
+        d->bbest[z] = in + d->lat[z];
+    }
+    for (uint32_t k = 0; k < d->P; k++)
+        d->by_best[k] = k;
+    sort_by_best(d->by_best, d->P, d->bbest, d->queue);
+}
+
+static void heap_push(round_data *d, uint64_t key)
+{
+    uint32_t at = d->n_heap++;
+    while (at > 0) {
+        uint32_t up = (at - 1) / 2;
+        if (d->heap[up] <= key)
+            break;
+        d->heap[at] = d->heap[up];
+        at = up;
+    }
+    d->heap[at] = key;
+}
+
+static uint64_t heap_pop(round_data *d)
+{
+    uint64_t top = d->heap[0], last = d->heap[--d->n_heap];
+    uint32_t at = 0, n = d->n_heap;
+    if (!n)
+        return top;
+    for (;;) {
+        uint32_t c = 2 * at + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && d->heap[c + 1] < d->heap[c])
+            c++;
+        if (d->heap[c] >= last)
+            break;
+        d->heap[at] = d->heap[c];
+        at = c;
+    }
+    d->heap[at] = last;
+    return top;
+}
+
+/* Queue position z (d->P: the union) once, in an order where every
+ * partition follows its parents: topological, the union at the later y of
+ * the pair's places, the earlier one's descendants between them after it.
+ * The key names the position: tpos << 32 for most; tpos[y] << 32 for the
+ * union (y itself is gone); tpos[y] << 32 | 1 + tpos for a late one. */
+static void enqueue(round_data *d, uint32_t z, uint32_t y, uint32_t t)
+{
+    if (d->hst[z] == t)
+        return;
+    d->hst[z] = t;
+    uint64_t key;
+    if (z == d->P)
+        key = (uint64_t)d->tpos[y] << 32;
+    else if (d->desc[z] == d->d_tok)
+        key = (uint64_t)d->tpos[y] << 32 | (1 + (uint64_t)d->tpos[z]);
+    else
+        key = (uint64_t)d->tpos[z] << 32;
+    heap_push(d, key);
+}
+
+static uint32_t key_position(const round_data *d, uint64_t key, uint32_t y)
+{
+    uint32_t major = (uint32_t)(key >> 32), minor = (uint32_t)(key & 0xffffffffu);
+    if (minor)
+        return d->topo[minor - 1];
+    return major == d->tpos[y] ? d->P : d->topo[major];
+}
+
+/* try_cost, from the fresh mapping's figures: only the union, the
+ * partitions whose device the try moved, their children and whatever
+ * their new figures reach are recomputed; the cost is the largest of
+ * those and of the untouched figures. Needs the fresh mapping whole. */
+static double try_cost_lazy(state *st, uint32_t i, uint32_t j, uint32_t dev_u, double lat_u)
+{
+    round_data *d = &st->rd;
+    double rate = st->req->options.transfer_bytes_per_sec, worst = 0, best_u = 0;
+    uint32_t x = d->tpos[i] < d->tpos[j] ? i : j, y = x == i ? j : i;
+    uint32_t t = ++d->h_tok;
+    d->d_tok++;
+    /* the earlier one's descendants placed before the later one */
+    for (uint32_t k = d->tpos[x] + 1; k < d->tpos[y]; k++) {
+        uint32_t z = d->topo[k];
+        for (uint32_t e = d->par_off[z]; e < d->par_off[z + 1]; e++)
+            if (d->par[e] == x || d->desc[d->par[e]] == d->d_tok) {
+                d->desc[z] = d->d_tok;
+                break;
+            }
+    }
+    d->n_heap = 0;
+    enqueue(d, d->P, y, t);
+    for (int h = 0; h < 2; h++) {
+        uint32_t s = h ? j : i;
+        for (uint32_t e = d->ch_off[s]; e < d->ch_off[s + 1]; e++)
+            if (d->ch[e] != i && d->ch[e] != j)
+                enqueue(d, d->ch[e], y, t);
+    }
+    for (uint32_t c = 0; c < d->n_chg; c++) {
+        uint32_t z = d->chg[c];
+        enqueue(d, z, y, t);
+        for (uint32_t e = d->ch_off[z]; e < d->ch_off[z + 1]; e++)
+            if (d->ch[e] != i && d->ch[e] != j)
+                enqueue(d, d->ch[e], y, t);
+    }
+    while (d->n_heap) {
+        uint32_t z = key_position(d, heap_pop(d), y);
+        if (z == d->P) {
+            double in = 0;
+            for (uint32_t h = 0; h < d->n_in; h++) {
+                uint32_t q = d->in_list[h], dq = try_dev(d, i, q);
+                double comm =
+                    dq != PARTD_NONE && dq == dev_u ? 0.0 : (double)d->in_comm[q] / rate;
+                double v = (d->vst[q] == t ? d->best[q] : d->bbest[q]) + comm;
+                if (v > in)
+                    in = v;
+            }
+            best_u = in + lat_u;
+            if (best_u > worst)
+                worst = best_u;
+            continue;
+        }
+        double in = 0;
+        uint32_t dz = try_dev(d, i, z);
+        for (uint32_t e = d->par_off[z]; e < d->par_off[z + 1]; e++) {
+            uint32_t q = d->par[e], dq;
+            double pb;
+            int64_t bytes;
+            if (q == i || q == j) {
+                pb = best_u;
+                dq = dev_u;
+                bytes = d->out_comm[z];
+            } else {
+                pb = d->vst[q] == t ? d->best[q] : d->bbest[q];
+                dq = try_dev(d, i, q);
+                bytes = d->comm[e];
+            }
+            double comm = dq != PARTD_NONE && dq == dz ? 0.0 : (double)bytes / rate;
+            double v = pb + comm;
+            if (v > in)
+                in = v;
+        }
+        double nv = in + d->lat[z];
+        d->vst[z] = t;
+        d->best[z] = nv;
+        if (nv > worst)
+            worst = nv;
+        if (nv != d->bbest[z])
+            for (uint32_t e = d->ch_off[z]; e < d->ch_off[z + 1]; e++)
+                if (d->ch[e] != i && d->ch[e] != j)
+                    enqueue(d, d->ch[e], y, t);
+    }
+    /* the largest figure nothing touched */
+    for (uint32_t k = 0; k < d->P; k++) {
+        uint32_t z = d->by_best[k];
+        if (z == i || z == j || d->vst[z] == t)
+            continue;
+        if (d->bbest[z] > worst)
+            worst = d->bbest[z];
+        break;
+    }
+    return worst;
+}
+
 static int merge(state *st, uint32_t a, uint32_t b, int64_t used)
 {
     rec *n = &st->recs[st->n_recs];
@@ -748,6 +1004,7 @@ static int round_(state *st, const partd_cancel *cancel, int *merged)
         if ((rc = partd_cancel_check(cancel)) != PARTD_OK)
             return rc;
         uint32_t tok = ++d->nb_tok;
+        start_first(st, i);
         for (uint32_t e = d->par_off[i]; e < d->par_off[i + 1]; e++)
             d->nb[d->par[e]] = tok;
         for (uint32_t e = d->ch_off[i]; e < d->ch_off[i + 1]; e++)
@@ -765,7 +1022,9 @@ static int round_(state *st, const partd_cancel *cancel, int *merged)
             uint32_t dev_u = try_map(st, i, j, used);
             if (dev_u == PARTD_NONE)
                 continue;
-            double c = try_cost(st, i, j, dev_u, union_lat(st, &st->recs[a], &st->recs[b]));
+            double lat_u = union_lat(st, &st->recs[a], &st->recs[b]);
+            double c = d->fail_at == d->P ? try_cost_lazy(st, i, j, dev_u, lat_u)
+                                          : try_cost(st, i, j, dev_u, lat_u);
             if (c <= cost) {
                 cost = c;
                 best_a = a;

@@ -1,7 +1,8 @@
 /*
  * test_cost_aware.c - FX's cost_aware mode on a hand-built diamond
- * (answers checked against PyTorch 1.13's Partitioner), and a graph FX
- * hands back without devices. tests/python/test_fx_modes_random.py
+ * and a graph with skip connections and shared inputs (answers checked
+ * against PyTorch 1.13's Partitioner), and a graph FX hands back without
+ * devices. tests/python/test_fx_modes_random.py
  * compares with PyTorch itself on random graphs.
  */
 #include "fx_test.h"
@@ -77,6 +78,58 @@ static void test_fx_without_devices_is_refused(void **state)
     partd_request_free(req);
 }
 
+/* x and a get_attr w read across the graph, skip connections a -> c and
+ * a -> f (merging a with c or f closes a cycle through b or e), a branch d
+ * beside them: 8-byte outputs at 8000 B/s. */
+#define SKIPS                                                                             \
+    "{\"graph\":{\"nodes\":["                                                             \
+    "{\"name\":\"x\",\"op\":\"placeholder\",\"output_bytes\":8},"                         \
+    "{\"name\":\"w\",\"op\":\"get_attr\",\"output_bytes\":16,"                            \
+    "\"params\":[{\"name\":\"w.weight\",\"bytes\":16}]},"                                   \
+    "{\"name\":\"a\",\"op\":\"call_module\",\"inputs\":[\"x\",\"w\"],\"output_bytes\":8,"  \
+    "\"param_bytes\":24,\"latency_ms\":1},"                                               \
+    "{\"name\":\"b\",\"op\":\"call_function\",\"inputs\":[\"a\",\"x\"],\"output_bytes\":8,"  \
+    "\"latency_ms\":2},"                                                                  \
+    "{\"name\":\"c\",\"op\":\"call_function\",\"inputs\":[\"a\",\"b\",\"w\"],"               \
+    "\"output_bytes\":8,\"latency_ms\":1},"                                               \
+    "{\"name\":\"d\",\"op\":\"call_function\",\"inputs\":[\"x\"],\"output_bytes\":8,"       \
+    "\"latency_ms\":3},"                                                                  \
+    "{\"name\":\"e\",\"op\":\"call_module\",\"inputs\":[\"c\",\"d\",\"w\"],"                \
+    "\"output_bytes\":8,\"param_bytes\":24,\"latency_ms\":1},"                            \
+    "{\"name\":\"f\",\"op\":\"call_function\",\"inputs\":[\"e\",\"a\"],\"output_bytes\":8,"  \
+    "\"latency_ms\":2},"                                                                  \
+    "{\"name\":\"out\",\"op\":\"output\",\"inputs\":[\"f\"]}]},"                          \
+    "\"options\":{\"mode\":\"cost_aware\",\"transfer_bytes_per_sec\":8000},"
+
+static void test_skips_and_shared_inputs_as_fx(void **state)
+{
+    (void)state;
+    /* PyTorch 1.13: c, e and f end on g1 (8 ms) */
+    planned p = plan_text(SKIPS "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":100},"
+                                "{\"name\":\"g1\",\"memory_bytes\":100}]}");
+    assert_int_equal(p.rc, PARTD_OK);
+    assert_int_equal(p.plan->n_parts, 4);
+    expect_part(&p, 0, "a", "g0", 56);
+    expect_part(&p, 1, "b", "g0", 24);
+    expect_part(&p, 2, "d", "g0", 16);
+    expect_part(&p, 3, "c e f", "g1", 96);
+    assert_ms(p.plan->summary.latency_ms, 8.0);
+    planned_free(&p);
+    /* three devices: the one merge joins b and d, which share no edge */
+    p = plan_text(SKIPS "\"devices\":[{\"name\":\"g0\",\"memory_bytes\":80},"
+                        "{\"name\":\"g1\",\"memory_bytes\":80},"
+                        "{\"name\":\"g2\",\"memory_bytes\":80}]}");
+    assert_int_equal(p.rc, PARTD_OK);
+    assert_int_equal(p.plan->n_parts, 5);
+    expect_part(&p, 0, "a", "g0", 56);
+    expect_part(&p, 1, "c", "g1", 40);
+    expect_part(&p, 2, "e", "g2", 64);
+    expect_part(&p, 3, "f", "g0", 24);
+    expect_part(&p, 4, "b d", "g1", 32);
+    assert_ms(p.plan->summary.latency_ms, 14.0);
+    planned_free(&p);
+}
+
 static void test_fits_one_device(void **state)
 {
     (void)state;
@@ -96,6 +149,7 @@ int main(void)
         cmocka_unit_test(test_shared_devices_cost_nothing),
         cmocka_unit_test(test_fx_without_devices_is_refused),
         cmocka_unit_test(test_fits_one_device),
+        cmocka_unit_test(test_skips_and_shared_inputs_as_fx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
