@@ -23,6 +23,7 @@
  */
 #include "cost_aware.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,8 @@ typedef struct round_data {
     uint32_t *defer, *queue, *desc, d_tok;
     uint32_t *chg, n_chg;    /* positions the try's mapping moved */
     double *bbest;           /* cost at each position under the fresh mapping */
+    double *f0, *tail0;      /* longest path to each position, and on from its
+                              * children, with no transfer time: bounds */
     uint32_t *by_best;       /* positions by bbest, largest first */
     uint64_t *heap;
     uint32_t n_heap, *hst, *vst, h_tok;
@@ -301,6 +304,8 @@ static int alloc_round(state *st)
     d->desc = calloc(R, sizeof *d->desc);
     d->chg = malloc(R * sizeof *d->chg);
     d->bbest = malloc(R * sizeof *d->bbest);
+    d->f0 = malloc(R * sizeof *d->f0);
+    d->tail0 = malloc(R * sizeof *d->tail0);
     d->by_best = malloc(R * sizeof *d->by_best);
     d->heap = malloc(R * sizeof *d->heap);
     d->hst = calloc(R, sizeof *d->hst);
@@ -314,7 +319,7 @@ static int alloc_round(state *st)
         !d->r_left || !d->r_non || !d->r_ord ||
         !d->tdev || !d->best || !d->nb || !d->pst || !d->in_st || !d->out_st || !d->in_comm ||
         !d->in_cred || !d->out_comm || !d->in_list || !d->out_list || !d->defer || !d->queue ||
-        !d->desc || !d->chg || !d->bbest || !d->by_best || !d->heap || !d->hst || !d->vst ||
+        !d->desc || !d->chg || !d->bbest || !d->f0 || !d->tail0 || !d->by_best || !d->heap || !d->hst || !d->vst ||
         !d->in_u || !d->nseen || !d->cu || !d->dist)
         return PARTD_ENOMEM;
     return PARTD_OK;
@@ -329,7 +334,7 @@ static void free_round(round_data *d)
                    d->in_comm, d->in_cred, d->out_comm, d->in_list, d->out_list, d->defer,
                    d->queue,   d->desc,  d->in_u,    d->nseen,   d->cu,       d->dist,
                    d->chg,     d->bbest, d->by_best, d->heap,    d->hst,      d->vst,
-                   d->r_left,  d->r_non, d->r_ord};
+                   d->r_left,  d->r_non, d->r_ord,   d->f0,      d->tail0};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         free(all[i]);
 }
@@ -366,6 +371,15 @@ static uint32_t choose(uint32_t D, const int64_t *left, const uint32_t *non, con
  * baseline's evaluate left them), its topological order and the fresh
  * mapping of the list with the state before each position. */
 static void build_fresh_costs(state *st);
+
+/* Whether a path costing `head` up to a partition, then `tail` in
+ * latencies alone, costs more than `bound` for certain: the margin covers
+ * the rounding of sums taken in another order than FX's (1e-9 relative is
+ * far above a million roundings). */
+static inline int exceeds(double head, double tail, double bound)
+{
+    return (head + tail) * (1.0 - 1e-9) > bound;
+}
 
 static int build_round(state *st)
 {
@@ -444,6 +458,26 @@ static int build_round(state *st)
         return PARTD_EINTERNAL;
     for (uint32_t k = 0; k < P; k++)
         d->tpos[d->topo[k]] = k;
+    /* a path's cost is at least its latencies: bounds that let a try stop
+     * as soon as it cannot win */
+    for (uint32_t k = 0; k < P; k++) {
+        uint32_t z = d->topo[k];
+        double in = 0;
+        for (uint32_t e = d->par_off[z]; e < d->par_off[z + 1]; e++)
+            if (d->f0[d->par[e]] > in)
+                in = d->f0[d->par[e]];
+        d->f0[z] = in + d->lat[z];
+    }
+    for (uint32_t k = P; k-- > 0;) {
+        uint32_t z = d->topo[k];
+        double out = 0;
+        for (uint32_t e = d->ch_off[z]; e < d->ch_off[z + 1]; e++) {
+            uint32_t c = d->ch[e];
+            if (d->tail0[c] + d->lat[c] > out)
+                out = d->tail0[c] + d->lat[c];
+        }
+        d->tail0[z] = out;
+    }
     /* the fresh mapping */
     for (uint32_t dv = 0; dv < D; dv++) {
         d->left[dv] = st->req->devices[dv].memory_bytes;
@@ -864,7 +898,8 @@ static uint32_t key_position(const round_data *d, uint64_t key, uint32_t y)
  * partitions whose device the try moved, their children and whatever
  * their new figures reach are recomputed; the cost is the largest of
  * those and of the untouched figures. Needs the fresh mapping whole. */
-static double try_cost_lazy(state *st, uint32_t i, uint32_t j, uint32_t dev_u, double lat_u)
+static double try_cost_lazy(state *st, uint32_t i, uint32_t j, uint32_t dev_u, double lat_u,
+                            double tail_u, double bound)
 {
     round_data *d = &st->rd;
     double rate = st->req->options.transfer_bytes_per_sec, worst = 0, best_u = 0;
@@ -910,6 +945,8 @@ static double try_cost_lazy(state *st, uint32_t i, uint32_t j, uint32_t dev_u, d
             best_u = in + lat_u;
             if (best_u > worst)
                 worst = best_u;
+            if (exceeds(best_u, tail_u, bound))
+                return HUGE_VAL;
             continue;
         }
         double in = 0;
@@ -937,6 +974,8 @@ static double try_cost_lazy(state *st, uint32_t i, uint32_t j, uint32_t dev_u, d
         d->best[z] = nv;
         if (nv > worst)
             worst = nv;
+        if (exceeds(nv, d->tail0[z], bound))
+            return HUGE_VAL; /* cannot win: the rest is not needed */
         if (nv != d->bbest[z])
             for (uint32_t e = d->ch_off[z]; e < d->ch_off[z + 1]; e++)
                 if (d->ch[e] != i && d->ch[e] != j)
@@ -1017,13 +1056,27 @@ static int round_(state *st, const partd_cancel *cancel, int *merged)
             if (next && closes_cycle(d, i, j))
                 continue;
             uint32_t a = st->order[i], b = st->order[j];
+            double lat_u = union_lat(st, &st->recs[a], &st->recs[b]);
+            double head = 0, tail = 0;
+            for (int h = 0; h < 2; h++) {
+                uint32_t q = h ? j : i;
+                for (uint32_t e = d->par_off[q]; e < d->par_off[q + 1]; e++)
+                    if (d->par[e] != i && d->par[e] != j && d->f0[d->par[e]] > head)
+                        head = d->f0[d->par[e]];
+                for (uint32_t e = d->ch_off[q]; e < d->ch_off[q + 1]; e++) {
+                    uint32_t c = d->ch[e];
+                    if (c != i && c != j && d->tail0[c] + d->lat[c] > tail)
+                        tail = d->tail0[c] + d->lat[c];
+                }
+            }
+            if (exceeds(head + lat_u, tail, cost))
+                continue;
             int64_t used = union_bytes(st, &st->recs[a], &st->recs[b]);
             scan_union(st, i, j);
             uint32_t dev_u = try_map(st, i, j, used);
             if (dev_u == PARTD_NONE)
                 continue;
-            double lat_u = union_lat(st, &st->recs[a], &st->recs[b]);
-            double c = d->fail_at == d->P ? try_cost_lazy(st, i, j, dev_u, lat_u)
+            double c = d->fail_at == d->P ? try_cost_lazy(st, i, j, dev_u, lat_u, tail, cost)
                                           : try_cost(st, i, j, dev_u, lat_u);
             if (c <= cost) {
                 cost = c;
