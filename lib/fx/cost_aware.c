@@ -339,7 +339,9 @@ static void free_round(round_data *d)
         free(all[i]);
 }
 
-/* Python's sorted() by memory left, stable: partd__fx_map's step. */
+/* Python's sorted() by memory left, stable: partd__fx_map's step. Only
+ * the start needs it whole; after a step the one device that changed moves
+ * (take), and the order stays what a fresh stable sort gives. */
 static void sort_devices(uint32_t D, const int64_t *left, uint32_t *ord)
 {
     for (uint32_t i = 1; i < D; i++) {
@@ -349,6 +351,24 @@ static void sort_devices(uint32_t D, const int64_t *left, uint32_t *ord)
             j--;
         }
         ord[j] = dv;
+    }
+}
+
+/* Device c's memory left went down by `extra` (up, were it negative): it
+ * moves past the strictly larger (smaller) ones, as a stable sort puts it. */
+static void take(uint32_t D, int64_t *left, uint32_t *ord, uint32_t c, int64_t extra)
+{
+    uint32_t at = 0;
+    while (ord[at] != c)
+        at++;
+    left[c] -= extra;
+    while (at > 0 && left[ord[at - 1]] > left[c]) {
+        ord[at] = ord[at - 1];
+        ord[--at] = c;
+    }
+    while (at + 1 < D && left[ord[at + 1]] < left[c]) {
+        ord[at] = ord[at + 1];
+        ord[++at] = c;
     }
 }
 
@@ -484,6 +504,7 @@ static int build_round(state *st)
         d->ord[dv] = dv;
         d->non[dv] = 0;
     }
+    sort_devices(D, d->left, d->ord);
     d->fail_at = P;
     for (uint32_t k = 0; k < P; k++)
         d->bdev[k] = PARTD_NONE;
@@ -491,7 +512,6 @@ static int build_round(state *st)
         memcpy(d->s_left + (size_t)k * D, d->left, D * sizeof *d->left);
         memcpy(d->s_non + (size_t)k * D, d->non, D * sizeof *d->non);
         memcpy(d->s_ord + (size_t)k * D, d->ord, D * sizeof *d->ord);
-        sort_devices(D, d->left, d->ord);
         for (uint32_t e = d->par_off[k]; e < d->par_off[k + 1]; e++)
             if (d->par[e] < k)
                 d->credit[d->bdev[d->par[e]]] += d->cred[e];
@@ -505,7 +525,7 @@ static int build_round(state *st)
             break;
         }
         d->bdev[k] = c;
-        d->left[c] -= extra;
+        take(D, d->left, d->ord, c, extra);
         d->non[c]++;
     }
     build_fresh_costs(st);
@@ -627,7 +647,6 @@ static uint32_t map_step(state *st, int64_t *left, uint32_t *non, uint32_t *ord,
                          uint32_t j, uint32_t k)
 {
     round_data *d = &st->rd;
-    sort_devices(d->D, left, ord);
     uint32_t lo = d->par_off[k], hi = d->par_off[k + 1];
     for (uint32_t e = lo; e < hi; e++) {
         uint32_t q = d->par[e];
@@ -650,7 +669,7 @@ static uint32_t map_step(state *st, int64_t *left, uint32_t *non, uint32_t *ord,
     d->tdev[k] = c;
     if (c != d->bdev[k])
         d->chg[d->n_chg++] = k;
-    left[c] -= extra;
+    take(d->D, left, ord, c, extra);
     non[c]++;
     return c;
 }
@@ -695,7 +714,6 @@ static uint32_t try_map(state *st, uint32_t i, uint32_t j, int64_t used)
     for (uint32_t k = j + 1; k < P; k++)
         if (map_step(st, d->left, d->non, d->ord, i, j, k) == PARTD_NONE)
             return PARTD_NONE;
-    sort_devices(D, d->left, d->ord);
     for (uint32_t x = 0; x < d->n_in; x++) {
         uint32_t q = d->in_list[x];
         d->credit[q < i ? d->bdev[q] : d->tdev[q]] += d->in_cred[q];
