@@ -6,11 +6,22 @@
  * partition onto devices again (get_device_to_partitions_mapping, which
  * decides which partitions share a device and so transfer nothing) and
  * walking every path of the partitions' DAG; each try costs it time
- * quadratic in the graph. Here a try is one pass: the candidate list
- * (the pair removed, their union last), FX's best-fit mapping in one sweep
- * over the partitions with the bytes each device already holds of their
- * inputs, and the cost as a longest path in topological order (fx_eval.c),
- * which finds the same figure to the bit. The rules are FX's:
+ * quadratic in the graph. Here each round builds, once, the partitions'
+ * DAG by list position (edges with FX's bytes and the mapping's credit),
+ * a topological order, the list's fresh mapping with the devices' state
+ * before every position, and the cost at each position under it. A try of
+ * positions i < j then does only what differs from that round state:
+ *   - the union's latency, edges and bytes from its own nodes;
+ *   - a cycle search only when the levels differ by two or more;
+ *   - the mapping from the state before i, shared by the tries of one i up
+ *     to their j, then to the end and the union;
+ *   - the cost recomputed at the union, the partitions the mapping moved
+ *     and what their new figures reach (a heap in topological order, the
+ *     union at the later of the pair's places), the rest kept;
+ *   - a stop as soon as some path already costs more than the best so far
+ *     with latencies alone after it (1e-9 margin for rounding), before the
+ *     mapping when the union's own path does.
+ * The figures are FX's to the bit (sums in its order). The rules are FX's:
  *   - a pair is tried when the bfs levels (longest path from a partition
  *     without parents) differ by at most 1 or one is the other's parent or
  *     child; a try whose union closes a cycle or whose list does not map
