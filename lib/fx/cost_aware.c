@@ -928,12 +928,16 @@ static uint32_t key_position(const round_data *d, uint64_t key, uint32_t y)
  * their new figures reach are recomputed; the cost is the largest of
  * those and of the untouched figures. Needs the fresh mapping whole. */
 static double try_cost_lazy(state *st, uint32_t i, uint32_t j, uint32_t dev_u, double lat_u,
-                            double tail_u, double bound)
+                            double tail_u, double bound, int adjacent)
 {
     round_data *d = &st->rd;
     double rate = st->req->options.transfer_bytes_per_sec, worst = 0, best_u = 0;
     uint32_t x = d->tpos[i] < d->tpos[j] ? i : j, y = x == i ? j : i;
     uint32_t t = ++d->h_tok;
+    /* a path through both of an adjacent pair is shorter after the merge:
+     * the bound after a partition holds for those the union does not
+     * follow, which is all of them once the union is done */
+    int bounded = !adjacent;
     d->d_tok++;
     /* the earlier one's descendants placed before the later one */
     for (uint32_t k = d->tpos[x] + 1; k < d->tpos[y]; k++) {
@@ -976,6 +980,7 @@ static double try_cost_lazy(state *st, uint32_t i, uint32_t j, uint32_t dev_u, d
                 worst = best_u;
             if (exceeds(best_u, tail_u, bound))
                 return HUGE_VAL;
+            bounded = 1;
             continue;
         }
         double in = 0;
@@ -1003,7 +1008,7 @@ static double try_cost_lazy(state *st, uint32_t i, uint32_t j, uint32_t dev_u, d
         d->best[z] = nv;
         if (nv > worst)
             worst = nv;
-        if (exceeds(nv, d->tail0[z], bound))
+        if (bounded && exceeds(nv, d->tail0[z], bound))
             return HUGE_VAL; /* cannot win: the rest is not needed */
         if (nv != d->bbest[z])
             for (uint32_t e = d->ch_off[z]; e < d->ch_off[z + 1]; e++)
@@ -1105,7 +1110,7 @@ static int round_(state *st, const partd_cancel *cancel, int *merged)
             uint32_t dev_u = try_map(st, i, j, used);
             if (dev_u == PARTD_NONE)
                 continue;
-            double c = d->fail_at == d->P ? try_cost_lazy(st, i, j, dev_u, lat_u, tail, cost)
+            double c = d->fail_at == d->P ? try_cost_lazy(st, i, j, dev_u, lat_u, tail, cost, next)
                                           : try_cost(st, i, j, dev_u, lat_u);
             if (c <= cost) {
                 cost = c;
