@@ -57,6 +57,8 @@ def nm(path):
     defined, used = set(), set()
     for line in out.splitlines():
         parts = line.split()
+        if parts and parts[-1].startswith("__"):
+            continue  # the compiler's and the sanitizers' own (__odr_asan.x, __tsan_*)
         if len(parts) == 3 and parts[1] in "TDBRCG":
             defined.add(parts[2])
         elif len(parts) == 2 and parts[0] == "U":
