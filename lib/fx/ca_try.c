@@ -1,0 +1,210 @@
+/*
+ * ca_try.c - one pair's try in a round of FX's cost_aware pass
+ * (ca_internal.h): the union's edges, bytes and input credit from its own
+ * nodes, whether the merge closes a cycle (searched only when the bfs
+ * levels differ by two or more), and FX's mapping of the list with the
+ * pair merged, taken from the round's state before the first of the pair,
+ * shared by the tries of one first partition up to their second, then to
+ * the end and the union. Errors: none; a list that does not map gives
+ * PARTD_NONE as the union's device.
+ */
+#include <string.h>
+
+#include "ca_internal.h"
+#include "fx_internal.h"
+#include "partd/partd.h"
+
+/* The union of the partitions at positions i and j: the bytes of its edges
+ * (as build_edges counts them, placeholders and get_attrs both ends read
+ * included) and the credit of its inputs. */
+void partd__ca_try_scan(partd__ca_state *st, uint32_t i, uint32_t j)
+{
+    const partd_graph *g = st->g;
+    partd__ca_round *d = &st->rd;
+    const partd__ca_rec *rs[2] = {&st->recs[st->order[i]], &st->recs[st->order[j]]};
+    uint32_t t = ++d->n_tok, tu = ++d->u_tok;
+    for (int h = 0; h < 2; h++)
+        for (uint32_t x = 0; x < rs[h]->n; x++)
+            d->in_u[rs[h]->ops[x]] = t;
+    d->n_in = d->n_out = d->n_cu = 0;
+    for (int h = 0; h < 2; h++)
+        for (uint32_t x = 0; x < rs[h]->n; x++) {
+            uint32_t v = rs[h]->ops[x];
+            for (uint32_t k = g->in_off[v]; k < g->in_off[v + 1]; k++) {
+                uint32_t u = g->in_idx[k];
+                if (d->in_u[u] == t)
+                    continue;
+                uint32_t q = st->c_part_of[u];
+                if (q == PARTD_NONE) {
+                    if (partd__fx_is_constant(g, u) && d->nseen[u] != t) {
+                        d->nseen[u] = t;
+                        d->cu[d->n_cu++] = u;
+                    }
+                    continue;
+                }
+                if (d->in_st[q] != tu) {
+                    d->in_st[q] = tu;
+                    d->in_list[d->n_in++] = q;
+                    d->in_comm[q] = d->in_cred[q] = 0;
+                }
+                d->in_cred[q] += partd__fx_output(g, u);
+                if (d->nseen[u] != t) {
+                    d->nseen[u] = t;
+                    d->in_comm[q] += partd__fx_output(g, u);
+                }
+            }
+        }
+    for (int h = 0; h < 2; h++)
+        for (uint32_t x = 0; x < rs[h]->n; x++) {
+            uint32_t v = rs[h]->ops[x], tt = ++d->p_tok;
+            for (uint32_t k = g->user_off[v]; k < g->user_off[v + 1]; k++) {
+                uint32_t w = g->user_idx[k];
+                uint32_t q = st->c_part_of[w];
+                if (d->in_u[w] == t || q == PARTD_NONE)
+                    continue;
+                if (d->out_st[q] != tu) {
+                    d->out_st[q] = tu;
+                    d->out_list[d->n_out++] = q;
+                    d->out_comm[q] = 0;
+                }
+                if (d->pst[q] != tt) {
+                    d->pst[q] = tt;
+                    d->out_comm[q] += partd__fx_output(g, v);
+                }
+            }
+        }
+    /* a placeholder or get_attr the union and a neighbour both read */
+    for (int side = 0; side < 2; side++)
+        for (uint32_t c = 0; c < d->n_cu; c++) {
+            uint32_t x = d->cu[c], tt = ++d->p_tok;
+            for (uint32_t k = g->user_off[x]; k < g->user_off[x + 1]; k++) {
+                uint32_t q = st->c_part_of[g->user_idx[k]];
+                if (q == PARTD_NONE || q == i || q == j || d->pst[q] == tt)
+                    continue;
+                if (side == 0 && d->in_st[q] == tu) {
+                    d->pst[q] = tt;
+                    d->in_comm[q] += partd__fx_output(g, x);
+                } else if (side == 1 && d->out_st[q] == tu) {
+                    d->pst[q] = tt;
+                    d->out_comm[q] += partd__fx_output(g, x);
+                }
+            }
+        }
+}
+
+/* Whether merging positions i and j closes a cycle: a path of two edges or
+ * more from the one to the other. Such a path climbs at least two bfs
+ * levels, and every partition on it lies strictly between the two. */
+int partd__ca_try_closes_cycle(partd__ca_round *d, uint32_t i, uint32_t j)
+{
+    uint32_t x = d->lvl[i] < d->lvl[j] ? i : j, y = x == i ? j : i;
+    if (d->lvl[y] < d->lvl[x] + 2)
+        return 0;
+    uint32_t t = ++d->d_tok, head = 0, tail = 0;
+    for (uint32_t k = d->ch_off[x]; k < d->ch_off[x + 1]; k++) {
+        uint32_t c = d->ch[k];
+        if (c != y && d->lvl[c] < d->lvl[y] && d->desc[c] != t) {
+            d->desc[c] = t;
+            d->queue[tail++] = c;
+        }
+    }
+    while (head < tail) {
+        uint32_t z = d->queue[head++];
+        for (uint32_t k = d->ch_off[z]; k < d->ch_off[z + 1]; k++) {
+            uint32_t c = d->ch[k];
+            if (c == y)
+                return 1;
+            if (d->lvl[c] < d->lvl[y] && d->desc[c] != t) {
+                d->desc[c] = t;
+                d->queue[tail++] = c;
+            }
+        }
+    }
+    return 0;
+}
+
+/* One position k of a try's mapping (positions i and j removed; j is
+ * PARTD_NONE while only i is): partd__fx_map's step on left, non, ord. */
+static uint32_t map_step(partd__ca_state *st, int64_t *left, uint32_t *non, uint32_t *ord,
+                         uint32_t i, uint32_t j, uint32_t k)
+{
+    partd__ca_round *d = &st->rd;
+    uint32_t lo = d->par_off[k], hi = d->par_off[k + 1];
+    for (uint32_t e = lo; e < hi; e++) {
+        uint32_t q = d->par[e];
+        if (q < i)
+            d->credit[d->bdev[q]] += d->cred[e];
+        else if (q < k && q != i && q != j)
+            d->credit[d->tdev[q]] += d->cred[e];
+    }
+    int64_t extra = 0;
+    uint32_t c = partd__ca_round_choose(d->D, left, non, ord, d->credit, st->c_used[k], &extra);
+    for (uint32_t e = lo; e < hi; e++) {
+        uint32_t q = d->par[e];
+        if (q < i)
+            d->credit[d->bdev[q]] = 0;
+        else if (q < k && q != i && q != j)
+            d->credit[d->tdev[q]] = 0;
+    }
+    if (c == PARTD_NONE)
+        return c;
+    d->tdev[k] = c;
+    if (c != d->bdev[k])
+        d->chg[d->n_chg++] = k;
+    partd__ca_round_take(d->D, left, ord, c, extra);
+    non[c]++;
+    return c;
+}
+
+/* Start the tries whose first partition is at position i: the mapping
+ * with i removed, kept as far as the next try's second partition (the
+ * tries of one i share it up to there). */
+void partd__ca_try_start(partd__ca_state *st, uint32_t i)
+{
+    partd__ca_round *d = &st->rd;
+    uint32_t D = d->D;
+    d->r_at = i + 1;
+    d->r_ok = i <= d->fail_at;
+    if (!d->r_ok)
+        return;
+    memcpy(d->r_left, d->s_left + (size_t)i * D, D * sizeof *d->r_left);
+    memcpy(d->r_non, d->s_non + (size_t)i * D, D * sizeof *d->r_non);
+    memcpy(d->r_ord, d->s_ord + (size_t)i * D, D * sizeof *d->r_ord);
+    d->n_chg = d->r_nchg = 0;
+}
+
+/* FX's mapping of the list with positions i < j removed and their union
+ * (used bytes) last: the shared mapping with i removed advanced to j, then
+ * the rest. Returns the union's device, or PARTD_NONE when some partition
+ * finds none. */
+uint32_t partd__ca_try_map(partd__ca_state *st, uint32_t i, uint32_t j, int64_t used)
+{
+    partd__ca_round *d = &st->rd;
+    uint32_t D = d->D, P = d->P;
+    d->n_chg = d->r_nchg;
+    while (d->r_ok && d->r_at < j) {
+        d->r_ok = map_step(st, d->r_left, d->r_non, d->r_ord, i, PARTD_NONE, d->r_at) !=
+                  PARTD_NONE;
+        d->r_at++;
+    }
+    d->r_nchg = d->n_chg;
+    if (!d->r_ok)
+        return PARTD_NONE;
+    memcpy(d->left, d->r_left, D * sizeof *d->left);
+    memcpy(d->non, d->r_non, D * sizeof *d->non);
+    memcpy(d->ord, d->r_ord, D * sizeof *d->ord);
+    for (uint32_t k = j + 1; k < P; k++)
+        if (map_step(st, d->left, d->non, d->ord, i, j, k) == PARTD_NONE)
+            return PARTD_NONE;
+    for (uint32_t x = 0; x < d->n_in; x++) {
+        uint32_t q = d->in_list[x];
+        d->credit[q < i ? d->bdev[q] : d->tdev[q]] += d->in_cred[q];
+    }
+    int64_t extra = 0;
+    uint32_t c = partd__ca_round_choose(D, d->left, d->non, d->ord, d->credit, used, &extra);
+    for (uint32_t x = 0; x < d->n_in; x++) {
+        uint32_t q = d->in_list[x];
+        d->credit[q < i ? d->bdev[q] : d->tdev[q]] = 0;
+    }
+    return c;
+}
