@@ -3,7 +3,9 @@
  * public interface; see decode.h for that).
  *
  * The decoder is split by request part over one reading layer
- * (decode_stream.h, with decode_scan.h and decode_keys.h):
+ * (decode_stream.h, with decode_scan.h and decode_keys.h, on the parts
+ * declared at the end of this header: decode_yajl.c, decode_events.c,
+ * decode_number.c, decode_token.c):
  *   decode_request.c  the root object, limits, the error order, the API;
  *   decode_graph.c    the graph object, and decode_node.c its nodes,
  *                     straight from parser events into the tables of
@@ -126,5 +128,91 @@ uint64_t partd__decode_graph_estimate(const partd_gstream *gs);
 /* At the end of the body: the graph's errors into d->r.pb in their order,
  * graph.n_nodes set, graph.modules decoded. */
 void partd__decode_graph_report(partd_gstream *gs);
+
+/* ---- the reading layer's parts (decode_stream.c stands on them) ---- */
+
+#include <setjmp.h>
+#include <yajl/yajl_parse.h>
+
+#include "decode_keys.h"
+#include "decode_scan.h"
+
+/* The room for an error's words (partd__decode_stream_error). */
+#define PARTD_DECODE_ERROR_CAP 256
+
+/* decode_yajl.c: yajl behind an allocator that leaves a parse by longjmp
+ * when memory runs out. Each call returns 0, or -1 when an allocation
+ * failed inside (yajl's memory is freed then, and h is NULL). */
+#define PARTD_DECODE_YAJL_BLOCKS 32 /* yajl holds about 7 blocks at a time */
+typedef struct partd_yajl {
+    yajl_handle h;
+    void *blocks[PARTD_DECODE_YAJL_BLOCKS]; /* freed here after a jump */
+    jmp_buf on_nomem;
+} partd_yajl;
+/* A parser whose callbacks get ctx; y must not move while it lives. */
+int partd__decode_yajl_open(partd_yajl *y, const yajl_callbacks *cb, void *ctx);
+/* yajl_parse of p[0, n), or yajl_complete_parse when n is 0; *st its status. */
+int partd__decode_yajl_parse(partd_yajl *y, const char *p, size_t n, yajl_status *st);
+/* yajl's words for its error in p[0, n), without "parse error: " and the
+ * newline, into what (cap bytes). */
+int partd__decode_yajl_error(partd_yajl *y, const char *p, size_t n, char *what, size_t cap);
+void partd__decode_yajl_close(partd_yajl *y);
+
+/* decode_number.c: the number yajl lexed, t[0, len), by jansson's rules
+ * into *v (JSON_INTEGER or JSON_REAL): PARTD_OK, PARTD_EMALFORMED with
+ * *bad saying why, or PARTD_ENOMEM. */
+int partd__decode_number_read(const char *t, size_t len, partd_scalar *v, const char **bad);
+
+/* decode_token.c: where the tokens at a chunk's edges start and end; each
+ * answer an offset, SIZE_MAX for "past the chunk". */
+typedef enum partd_jheld { PARTD_HELD_NONE, PARTD_HELD_STRING, PARTD_HELD_WORD } partd_jheld;
+/* Bytes of the token left unfinished at the end of p[from, to), which
+ * follows `open` bytes of a token yajl already held unfinished: a string
+ * still open there (in_string; esc: a backslash left open by the chunk
+ * before, when from is its start) or a trailing run of word bytes
+ * (numbers and literals: yajl cannot tell they have ended). */
+size_t partd__decode_token_open_after(const char *p, size_t from, size_t to, size_t open,
+                                      int in_string, int esc);
+/* Where in the chunk p[0, n) (scanned: scan) a held token of that kind
+ * ends (just past it), or SIZE_MAX when it goes on past the chunk. */
+size_t partd__decode_token_held_end(const partd_jscan *scan, partd_jheld held, const char *p,
+                                    size_t n);
+/* Where a token cut by the end of the chunk p[0, n) starts, at or after
+ * `from` (where nothing is open); n when none is. *kind says which;
+ * *in_string whether the chunk ends inside a string. */
+size_t partd__decode_token_cut(const partd_jscan *scan, const char *p, size_t from, size_t n,
+                               partd_jheld *kind, int *in_string);
+
+/* decode_events.c: yajl's callbacks (ctx: a partd_jevents) -> the
+ * handler's events. */
+typedef enum partd_jmode { PARTD_JMODE_DELIVER, PARTD_JMODE_SKIP, PARTD_JMODE_BUILD } partd_jmode;
+typedef struct partd_jframe {
+    uint8_t is_object;
+    uint8_t mode;        /* partd_jmode */
+    uint8_t build_root;  /* the outermost container of a built value */
+    partd_keyset keys;   /* of an object */
+    json_t *json;        /* PARTD_JMODE_BUILD: the container being built */
+} partd_jframe;
+typedef struct partd_jevents {
+    const partd_js_handler *h;
+    void *ctx;
+    /* How the parse stopped: PARTD_OK or the code every call returns, and
+     * the words of partd__decode_stream_error. */
+    int failed;
+    char error[PARTD_DECODE_ERROR_CAP];
+    const partd_cancel *cancel;
+    uint32_t values;     /* since the last look at the cancel flag */
+    partd_jframe *frames; /* the open containers */
+    uint32_t depth;
+    partd_keys keys;     /* of the open objects */
+} partd_jevents;
+extern const yajl_callbacks partd__decode_events_callbacks;
+/* 0, or -1 when memory runs out (then partd__decode_events_free). */
+int partd__decode_events_init(partd_jevents *ev, const partd_js_handler *h, void *ctx);
+void partd__decode_events_free(partd_jevents *ev);
+/* Records code unless a failure already is; returns 0 (yajl: stop). */
+int partd__decode_events_fail(partd_jevents *ev, int code);
+/* 0 to go on; else the cancel's code, recorded as the failure. */
+int partd__decode_events_stopped(partd_jevents *ev);
 
 #endif
