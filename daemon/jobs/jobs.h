@@ -37,8 +37,12 @@
  *                   the pool
  *   jobs_write.c    shared store: each run's end written on a thread of its
  *                   own (core/worker.h)
- *   jobs_pool.c     runs on libuv's pool: jobs join them, they plan, their
- *                   ends go to the store, the cache and the table
+ *   jobs_pool.c     runs on libuv's pool: jobs join and leave them, they
+ *                   start, they complete
+ *   jobs_end.c      a run's end: decided, written to the store, applied to
+ *                   the cache and the table
+ *   jobs_plan.c     a run's work on a pool thread: plan, render, encode
+ *   jobs_unsaved.c  final rows the store refused, written again on a timer
  *   jobs_stored.c   jobs taken from the store: decoded, failed, handed back
  *   jobs_table.c    the jobs and the table of them by id
  *   jobs_queue.c    bottom: the loop's message queue (mutex + uv_async)
@@ -50,8 +54,12 @@
  *   jobs_share.c   -> jobs_claimed.c, jobs_write.c, jobs_pool.c, jobs_stored.c,
  *                     jobs_table.c
  *   jobs_claimed.c -> jobs_pool.c, jobs_stored.c, jobs_table.c
- *   jobs_write.c   -> jobs_pool.c
- *   jobs_pool.c    -> jobs_table.c, jobs_queue.c
+ *   jobs_write.c   -> jobs_pool.c, jobs_end.c
+ *   jobs_pool.c    -> jobs_end.c, jobs_plan.c, jobs_unsaved.c, jobs_table.c,
+ *                     jobs_queue.c
+ *   jobs_end.c     -> jobs_unsaved.c, jobs_table.c
+ *   jobs_plan.c    -> jobs_queue.c
+ *   jobs_unsaved.c -> jobs_table.c
  *   jobs_stored.c, jobs_table.c, jobs_queue.c -> no other file of the engine
  *
  * Beside the engine, in this folder and used by it: job.h (the job row and

@@ -114,7 +114,7 @@ struct partd__jobs_run {
     partd_problem problem;
     /* How the run ends: decided on the loop once planning is over, written
      * to the store there or on the writer thread, then applied on the loop
-     * (jobs_pool.c). The rows are copies of the jobs' rows taken at the
+     * (jobs_end.c). The rows are copies of the jobs' rows taken at the
      * decision, so the writer never reads a job the loop may free. */
     struct partd__jobs_run_end {
         int result_only;       /* no job waits: only the result is kept */
@@ -166,6 +166,8 @@ struct partd_jobs {
     partd_map runs_by_key;     /* cache_key -> run */
     partd__jobs_run *runs;     /* every live run */
     unsigned n_runs;
+
+    /* jobs_unsaved.c (loop thread only) */
     uv_timer_t retry;          /* store writes that failed */
     partd__jobs_job *unsaved;
 
@@ -237,6 +239,39 @@ void partd__jobs_fail_crashed(partd_jobs *j, const partd_job_row *row);
 /* Any thread: hands a claim back (queued, the attempt not counted). */
 void partd__jobs_give_back(partd_jobs *j, const partd_job_row *row);
 
+/* ---- jobs_unsaved.c: final rows the store refused, written again ------- */
+
+void partd__jobs_unsaved_init(partd_jobs *j);
+void partd__jobs_unsaved_close(partd_jobs *j);
+/* The jobs still waiting are freed (the store has them unfinished). */
+void partd__jobs_unsaved_free(partd_jobs *j);
+/* Loop thread: jb (its final row in jb->end, still in the table) waits for
+ * the store; the retry timer runs until every such row is written. */
+void partd__jobs_unsaved_add(partd_jobs *j, partd__jobs_job *jb);
+/* Loop thread: jb no longer waits (it is cancelled instead). */
+void partd__jobs_unsaved_forget(partd_jobs *j, partd__jobs_job *jb);
+
+/* ---- jobs_end.c: a run's end decided, written, applied ------------------ */
+
+/* Loop thread: how r ends (r->end), once planning is over; the rows of
+ * its jobs are copied for the write. Returns whether there is anything to
+ * write: the jobs' final rows, or only the result of a plan every job of
+ * which was cancelled meanwhile (kept for the cache). */
+int partd__jobs_end_decide(partd_jobs *j, partd__jobs_run *r);
+/* Any thread: writes r's end (r->end, decided on the loop) to the store;
+ * when the store refuses a computed plan, its jobs fail with a problem
+ * that says so (and that is written instead). */
+void partd__jobs_end_store(partd_jobs *j, partd__jobs_run *r);
+/* Loop thread: r's jobs after their end was written (or refused): the
+ * cache, the table and the metrics; the jobs leave r. */
+void partd__jobs_end_apply(partd_jobs *j, partd__jobs_run *r);
+
+/* ---- jobs_plan.c: a run's work on a pool thread ------------------------- */
+
+/* Pool thread (uv_work_cb; w->data is the run): plans, renders, hashes and
+ * encodes; the outcome is left in the run. */
+void partd__jobs_plan_work(uv_work_t *w);
+
 /* ---- jobs_pool.c: runs on the pool -------------------------------------- */
 
 void partd__jobs_pool_init(partd_jobs *j);
@@ -251,8 +286,6 @@ void partd__jobs_enqueue(partd_jobs *j, partd__jobs_job *jb, partd_request *req)
 void partd__jobs_leave_run(partd_jobs *j, partd__jobs_job *jb);
 /* Later identical jobs no longer join r. */
 void partd__jobs_unkey(partd_jobs *j, partd__jobs_run *r);
-/* Any thread: writes r's end (r->end, decided on the loop) to the store. */
-void partd__jobs_end_store(partd_jobs *j, partd__jobs_run *r);
 /* Loop thread: r's end is written (or refused): the cache, the table and
  * the metrics follow, and the run is freed; its planner is free. */
 void partd__jobs_end_written(partd_jobs *j, partd__jobs_run *r);

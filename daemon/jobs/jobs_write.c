@@ -2,7 +2,7 @@
  * jobs_write.c - on a shared store, the end of each run (its result and its
  * jobs' final rows, one transaction and one round trip: store.h) is written
  * on a writer thread of its own, in the order the runs ended. The loop only
- * decides the end and applies it once written (jobs_pool.c), so it never
+ * decides the end and applies it once written (jobs_end.c), so it never
  * waits for the database, however slowly it answers; the jobs keep their
  * leases (renewed by jobs_share.c's store thread) until their end is
  * written. Not the store thread: a large result takes a while to write,
@@ -12,7 +12,7 @@
  * decided end (run.end, r's result) and the store, and hands each end back
  * to the loop once written.
  * Errors: a write the store refuses is recorded in the run's end (its jobs
- * fail or are let go, as jobs_pool.c decides), never lost silently.
+ * fail or are let go, as jobs_end.c decides), never lost silently.
  */
 #include "jobs_internal.h"
 
