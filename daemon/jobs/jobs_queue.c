@@ -4,7 +4,8 @@
  * message under queue_lock and wake the loop with uv_async_send; the loop
  * takes them all at once and hands each to the handler it carries, oldest
  * first. The queue knows no kind of message: whoever sends one says what
- * the loop does with it (jobs.c, jobs_pool.c). See jobs_internal.h.
+ * the loop does with it (jobs.c; jobs_plan.c for a run started). See
+ * jobs_internal.h.
  *
  * Once closed the queue refuses messages (PARTD_EIO), so no thread waits
  * on a loop that is gone.

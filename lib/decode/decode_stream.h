@@ -36,7 +36,7 @@
  * byte offset), PARTD_ECANCELLED or PARTD_ETIMEOUT (the cancel set with
  * partd__decode_stream_set_cancel) or PARTD_ENOMEM (any allocation, yajl's own
  * included: yajl does not check its allocations, so its allocator leaves the
- * parse by longjmp and this unit frees what yajl held). After a failure
+ * parse by longjmp and the stream frees what yajl held, decode_yajl.c). After a failure
  * every call returns the same code.
  *
  * Ownership: a stream owns its parser and buffers; a built value belongs to
@@ -87,7 +87,7 @@ int partd__decode_stream_finish(partd_jstream *s);
 
 /* From now on the parse stops (PARTD_ECANCELLED or PARTD_ETIMEOUT from
  * every call) once `cancel` (borrowed; NULL: never) says so: checked at
- * every chunk and every CANCEL_EVERY values inside one. */
+ * every chunk and every 4,096 values inside one (decode_events.c). */
 void partd__decode_stream_set_cancel(partd_jstream *s, const partd_cancel *cancel);
 
 /* What the stream has cost so far, for tests that count work. */
