@@ -11,7 +11,9 @@
  *                at each position under it and latency-only bounds;
  *   ca_try.c     one pair's union (edges, bytes, credit), whether it closes
  *                a cycle, and the list's mapping with the pair merged,
- *                taken from the round's state;
+ *                taken from the round's state and, where the round's
+ *                mapping is whole, walked against it (the round's step
+ *                kept wherever a shift in memory left cannot change it);
  *   ca_cost.c    one pair's cost: in full over the topological order, or
  *                incrementally from the round's costs with an early stop;
  *   cost_aware.c the entry, the merge rounds and the fallback where FX
@@ -36,6 +38,18 @@ typedef struct partd__ca_rec {
     double lat;            /* critical path of node latencies (seconds) */
 } partd__ca_rec;
 
+/* A try's mapping walked against the round's: memory left is the round's
+ * before position `at` plus dl, partitions held the round's plus dn; the
+ * order is exact as it stood before position ex (ex <= at). */
+typedef struct partd__ca_walk {
+    int64_t *dl;
+    int32_t *dn;
+    uint32_t *ox;
+    uint32_t at, ex;
+    int64_t big;           /* the largest |dl| */
+    uint32_t tok;          /* marks its removed and moved partitions' children */
+} partd__ca_walk;
+
 /* One round's partitions' DAG, by position in the list, the mapping of the
  * list taken fresh (the state before each position: a try keeps the
  * mapping of the partitions before the first one it removes), and the
@@ -52,6 +66,14 @@ typedef struct partd__ca_round {
     uint32_t *s_non, *s_ord;
     uint32_t *bdev;          /* fresh mapping; positions from fail_at on have none */
     uint32_t fail_at;
+    int64_t *bextra;         /* what each position took from its device */
+    int64_t *tol;            /* the largest |dl| for which a walk's step at each
+                              * position is the round's own (ca_round.c) */
+    int64_t *lack;           /* P x D: the bytes each device lacked for each
+                              * position's step (negative: room to spare) */
+    uint32_t *rank0;         /* per device: its place in the first order */
+    partd__ca_walk wr, wt;   /* the first of the pairs removed; both */
+    uint32_t *evr, *evt, e_tok; /* positions a removed or moved parent reaches */
     /* a try */
     int64_t *left, *credit;
     uint32_t *non, *ord, *tdev;

@@ -40,6 +40,20 @@ int partd__ca_round_alloc(partd__ca_state *st)
     d->r_ord = malloc(D * sizeof *d->r_ord);
     d->ord = malloc(D * sizeof *d->ord);
     d->tdev = malloc(R * sizeof *d->tdev);
+    d->bextra = malloc(R * sizeof *d->bextra);
+    d->tol = malloc(R * sizeof *d->tol);
+    d->lack = malloc(R * D * sizeof *d->lack);
+    d->rank0 = malloc(D * sizeof *d->rank0);
+    d->evr = calloc(R, sizeof *d->evr);
+    d->evt = calloc(R, sizeof *d->evt);
+    partd__ca_walk *ws[2] = {&d->wr, &d->wt};
+    int wok = 1;
+    for (int w = 0; w < 2; w++) {
+        ws[w]->dl = malloc(D * sizeof *ws[w]->dl);
+        ws[w]->dn = malloc(D * sizeof *ws[w]->dn);
+        ws[w]->ox = malloc(D * sizeof *ws[w]->ox);
+        wok = wok && ws[w]->dl && ws[w]->dn && ws[w]->ox;
+    }
     d->best = malloc(R * sizeof *d->best);
     d->nb = calloc(R, sizeof *d->nb);
     d->pst = calloc(R, sizeof *d->pst);
@@ -72,7 +86,8 @@ int partd__ca_round_alloc(partd__ca_state *st)
         !d->in_cred || !d->out_comm || !d->in_list || !d->out_list || !d->defer || !d->queue ||
         !d->desc || !d->chg || !d->bbest || !d->f0 || !d->tail0 || !d->by_best || !d->heap ||
         !d->hst || !d->vst ||
-        !d->in_u || !d->nseen || !d->cu || !d->dist)
+        !d->in_u || !d->nseen || !d->cu || !d->dist || !wok || !d->bextra || !d->tol || !d->lack ||
+        !d->rank0 || !d->evr || !d->evt)
         return PARTD_ENOMEM;
     return PARTD_OK;
 }
@@ -86,7 +101,9 @@ void partd__ca_round_free(partd__ca_round *d)
                    d->in_comm, d->in_cred, d->out_comm, d->in_list, d->out_list, d->defer,
                    d->queue,   d->desc,  d->in_u,    d->nseen,   d->cu,       d->dist,
                    d->chg,     d->bbest, d->by_best, d->heap,    d->hst,      d->vst,
-                   d->r_left,  d->r_non, d->r_ord,   d->f0,      d->tail0};
+                   d->r_left,  d->r_non, d->r_ord,   d->f0,      d->tail0,
+                   d->bextra,  d->tol, d->lack,   d->rank0,   d->evr,      d->evt,
+                   d->wr.dl,   d->wr.dn, d->wr.ox,   d->wt.dl,   d->wt.dn,    d->wt.ox};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         free(all[i]);
 }
@@ -140,6 +157,28 @@ uint32_t partd__ca_round_choose(uint32_t D, const int64_t *left, const uint32_t 
     return PARTD_NONE;
 }
 
+
+/* The largest shift t of every device's memory left (|shift| <= t, the
+ * partition's inputs where they were) under which the mapping's step still
+ * chooses c with the same bytes: c keeps room, and every other device
+ * either still lacks it or stays strictly above c in memory left, so
+ * after c in any order sorted by it. -1: no shift is safe. A device
+ * holding nothing has no credit, so its extra is `used` as the step's. */
+static int64_t tolerance(uint32_t D, const int64_t *left, const int64_t *credit, int64_t used,
+                         uint32_t c)
+{
+    int64_t tol = left[c] - (used - credit[c]) - 1;
+    for (uint32_t dv = 0; dv < D; dv++) {
+        if (dv == c)
+            continue;
+        int64_t lack = (used - credit[dv]) - left[dv], gap = left[dv] - left[c];
+        int64_t a = lack >= 0 ? lack : -1, b = gap >= 1 ? (gap - 1) / 2 : -1;
+        int64_t m = a > b ? a : b;
+        if (m < tol)
+            tol = m;
+    }
+    return tol;
+}
 
 /* Positions by bbest, largest first (merge sort; tmp as large). */
 static void sort_by_best(uint32_t *a, uint32_t n, const double *key, uint32_t *tmp)
@@ -226,6 +265,9 @@ int partd__ca_round_build(partd__ca_state *st)
     memset(d->vst, 0, R * sizeof *d->vst);
     memset(d->in_u, 0, N * sizeof *d->in_u);
     memset(d->nseen, 0, N * sizeof *d->nseen);
+    memset(d->evr, 0, R * sizeof *d->evr);
+    memset(d->evt, 0, R * sizeof *d->evt);
+    d->e_tok = 0;
     d->p_tok = d->nb_tok = d->u_tok = d->d_tok = d->n_tok = d->h_tok = 0;
     memset(d->ch_off, 0, ((size_t)P + 1) * sizeof *d->ch_off);
     for (uint32_t e = 0; e < m; e++)
@@ -284,6 +326,8 @@ int partd__ca_round_build(partd__ca_state *st)
         d->non[dv] = 0;
     }
     sort_devices(D, d->left, d->ord);
+    for (uint32_t k = 0; k < D; k++)
+        d->rank0[d->ord[k]] = k;
     d->fail_at = P;
     for (uint32_t k = 0; k < P; k++)
         d->bdev[k] = PARTD_NONE;
@@ -297,16 +341,28 @@ int partd__ca_round_build(partd__ca_state *st)
         int64_t extra = 0;
         uint32_t c =
             partd__ca_round_choose(D, d->left, d->non, d->ord, d->credit, st->c_used[k], &extra);
-        for (uint32_t e = d->par_off[k]; e < d->par_off[k + 1]; e++)
-            if (d->par[e] < k)
-                d->credit[d->bdev[d->par[e]]] = 0;
         if (c == PARTD_NONE) {
+            for (uint32_t e = d->par_off[k]; e < d->par_off[k + 1]; e++)
+                if (d->par[e] < k)
+                    d->credit[d->bdev[d->par[e]]] = 0;
             d->fail_at = k;
             break;
         }
         d->bdev[k] = c;
+        d->bextra[k] = extra;
+        d->tol[k] = tolerance(D, d->left, d->credit, st->c_used[k], c);
+        for (uint32_t dv = 0; dv < D; dv++)
+            d->lack[(size_t)k * D + dv] = st->c_used[k] - d->credit[dv] - d->left[dv];
+        for (uint32_t e = d->par_off[k]; e < d->par_off[k + 1]; e++)
+            if (d->par[e] < k)
+                d->credit[d->bdev[d->par[e]]] = 0;
         partd__ca_round_take(D, d->left, d->ord, c, extra);
         d->non[c]++;
+    }
+    if (d->fail_at == P) {
+        memcpy(d->s_left + (size_t)P * D, d->left, D * sizeof *d->left);
+        memcpy(d->s_non + (size_t)P * D, d->non, D * sizeof *d->non);
+        memcpy(d->s_ord + (size_t)P * D, d->ord, D * sizeof *d->ord);
     }
     build_fresh_costs(st);
     return PARTD_OK;

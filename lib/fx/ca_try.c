@@ -156,6 +156,155 @@ static uint32_t map_step(partd__ca_state *st, int64_t *left, uint32_t *non, uint
     return c;
 }
 
+/* The walk's memory left before position k into left and its order into
+ * ord (kept as exact before k). Sorted by memory left, the order is the
+ * walk's own unless two devices tie and one of them holds a partition:
+ * devices holding nothing never moved, so they keep their first order;
+ * other ties replay the round's steps since the exact order, which the
+ * walk shared. */
+static void walk_order(partd__ca_round *d, partd__ca_walk *w, uint32_t k, int64_t *left,
+                       uint32_t *ord)
+{
+    uint32_t D = d->D;
+    const int64_t *sl = d->s_left + (size_t)k * D;
+    const uint32_t *sn = d->s_non + (size_t)k * D;
+    for (uint32_t dv = 0; dv < D; dv++)
+        left[dv] = sl[dv] + w->dl[dv];
+    if (w->ex == k) {
+        memcpy(ord, w->ox, D * sizeof *ord);
+        return;
+    }
+    int tie = 0;
+    for (uint32_t x = 0; x < D; x++) {
+        uint32_t dv = x, at = x;
+        for (; at > 0; at--) {
+            uint32_t o = ord[at - 1];
+            if (left[o] < left[dv] || (left[o] == left[dv] && d->rank0[o] < d->rank0[dv]))
+                break;
+            ord[at] = o;
+        }
+        ord[at] = dv;
+    }
+    for (uint32_t x = 1; x < D && !tie; x++) {
+        uint32_t a = ord[x - 1], b = ord[x];
+        tie = left[a] == left[b] &&
+              ((int64_t)sn[a] + w->dn[a] > 0 || (int64_t)sn[b] + w->dn[b] > 0);
+    }
+    if (tie) {
+        const int64_t *el = d->s_left + (size_t)w->ex * D;
+        for (uint32_t dv = 0; dv < D; dv++)
+            left[dv] = el[dv] + w->dl[dv];
+        memcpy(ord, w->ox, D * sizeof *ord);
+        for (uint32_t m = w->ex; m < k; m++)
+            partd__ca_round_take(D, left, ord, d->bdev[m], d->bextra[m]);
+    }
+    memcpy(w->ox, ord, D * sizeof *ord);
+    w->ex = k;
+}
+
+/* map_step on a walk: position k's step taken in full (positions i and j
+ * removed; j PARTD_NONE while only i is); a device moved off the round's
+ * marks its children in ev. */
+static uint32_t walk_step(partd__ca_state *st, partd__ca_walk *w, uint32_t *ev, uint32_t i,
+                          uint32_t j, uint32_t k)
+{
+    partd__ca_round *d = &st->rd;
+    uint32_t D = d->D;
+    walk_order(d, w, k, d->left, d->ord);
+    const uint32_t *sn = d->s_non + (size_t)k * D;
+    for (uint32_t dv = 0; dv < D; dv++)
+        d->non[dv] = (uint32_t)((int64_t)sn[dv] + w->dn[dv]);
+    uint32_t lo = d->par_off[k], hi = d->par_off[k + 1];
+    for (uint32_t e = lo; e < hi; e++) {
+        uint32_t q = d->par[e];
+        if (q < k && q != i && q != j)
+            d->credit[partd__ca_dev(d, i, q)] += d->cred[e];
+    }
+    int64_t extra = 0;
+    uint32_t c = partd__ca_round_choose(D, d->left, d->non, d->ord, d->credit, st->c_used[k],
+                                        &extra);
+    for (uint32_t e = lo; e < hi; e++) {
+        uint32_t q = d->par[e];
+        if (q < k && q != i && q != j)
+            d->credit[partd__ca_dev(d, i, q)] = 0;
+    }
+    if (c == PARTD_NONE)
+        return c;
+    d->tdev[k] = c;
+    if (c != d->bdev[k]) {
+        d->chg[d->n_chg++] = k;
+        for (uint32_t e = d->ch_off[k]; e < d->ch_off[k + 1]; e++)
+            ev[d->ch[e]] = w->tok;
+    }
+    partd__ca_round_take(D, d->left, d->ord, c, extra);
+    memcpy(w->ox, d->ord, D * sizeof *d->ord);
+    w->ex = k + 1;
+    w->dn[c]++;
+    w->dn[d->bdev[k]]--;
+    const int64_t *nl = d->s_left + (size_t)(k + 1) * D;
+    w->big = 0;
+    for (uint32_t dv = 0; dv < D; dv++) {
+        w->dl[dv] = d->left[dv] - nl[dv];
+        int64_t a = w->dl[dv] < 0 ? -w->dl[dv] : w->dl[dv];
+        if (a > w->big)
+            w->big = a;
+    }
+    return c;
+}
+
+/* Position p (i or j) left out of walk w: the round's step there undone. */
+static void walk_skip(partd__ca_round *d, partd__ca_walk *w, uint32_t *ev, uint32_t p)
+{
+    w->dl[d->bdev[p]] += d->bextra[p];
+    w->dn[d->bdev[p]]--;
+    w->big = 0;
+    for (uint32_t dv = 0; dv < d->D; dv++) {
+        int64_t a = w->dl[dv] < 0 ? -w->dl[dv] : w->dl[dv];
+        if (a > w->big)
+            w->big = a;
+    }
+    w->ex = w->at = p + 1;
+    for (uint32_t e = d->ch_off[p]; e < d->ch_off[p + 1]; e++)
+        ev[d->ch[e]] = w->tok;
+}
+
+/* Whether the round's step at k is the walk's (no removed or moved
+ * partition feeding k): the round's device keeps room, and every other
+ * device still lacks it or stays strictly above it in memory left. */
+static int walk_same(const partd__ca_round *d, const partd__ca_walk *w, uint32_t k)
+{
+    uint32_t D = d->D, c = d->bdev[k];
+    const int64_t *lk = d->lack + (size_t)k * D, *sl = d->s_left + (size_t)k * D;
+    if (w->dl[c] <= lk[c])
+        return 0;
+    int64_t lc = sl[c] + w->dl[c];
+    for (uint32_t dv = 0; dv < D; dv++)
+        if (dv != c && w->dl[dv] > lk[dv] && sl[dv] + w->dl[dv] <= lc)
+            return 0;
+    return 1;
+}
+
+/* Walk w on to position `to`: a position no removed or moved partition
+ * feeds, where the walk's memory left is within the round's tolerance,
+ * takes the round's device without a step. 0 when some step finds none. */
+static int walk_to(partd__ca_state *st, partd__ca_walk *w, uint32_t *ev, uint32_t i, uint32_t j,
+                   uint32_t to)
+{
+    partd__ca_round *d = &st->rd;
+    uint32_t rt = d->wr.tok;
+    for (uint32_t k = w->at; k < to; k++) {
+        if (d->evr[k] == rt || ev[k] == w->tok ||
+            (w->big > d->tol[k] && !walk_same(d, w, k))) {
+            if (walk_step(st, w, ev, i, j, k) == PARTD_NONE)
+                return 0;
+        } else {
+            d->tdev[k] = d->bdev[k];
+        }
+    }
+    w->at = to;
+    return 1;
+}
+
 /* Start the tries whose first partition is at position i: the mapping
  * with i removed, kept as far as the next try's second partition (the
  * tries of one i share it up to there). */
@@ -167,10 +316,57 @@ void partd__ca_try_start(partd__ca_state *st, uint32_t i)
     d->r_ok = i <= d->fail_at;
     if (!d->r_ok)
         return;
+    d->n_chg = d->r_nchg = 0;
+    if (d->fail_at == d->P) {
+        partd__ca_walk *w = &d->wr;
+        memset(w->dl, 0, D * sizeof *w->dl);
+        memset(w->dn, 0, D * sizeof *w->dn);
+        memcpy(w->ox, d->s_ord + (size_t)i * D, D * sizeof *w->ox);
+        w->tok = ++d->e_tok;
+        walk_skip(d, w, d->evr, i);
+        return;
+    }
     memcpy(d->r_left, d->s_left + (size_t)i * D, D * sizeof *d->r_left);
     memcpy(d->r_non, d->s_non + (size_t)i * D, D * sizeof *d->r_non);
     memcpy(d->r_ord, d->s_ord + (size_t)i * D, D * sizeof *d->r_ord);
     d->n_chg = d->r_nchg = 0;
+}
+
+/* partd__ca_try_map when the round's mapping is whole: walks. */
+static uint32_t map_walk(partd__ca_state *st, uint32_t i, uint32_t j, int64_t used)
+{
+    partd__ca_round *d = &st->rd;
+    uint32_t D = d->D, P = d->P;
+    partd__ca_walk *r = &d->wr, *t = &d->wt;
+    if (d->r_ok)
+        d->r_ok = walk_to(st, r, d->evr, i, PARTD_NONE, j);
+    d->r_nchg = d->n_chg;
+    if (!d->r_ok)
+        return PARTD_NONE;
+    walk_order(d, r, j, d->left, d->ord);
+    memcpy(t->dl, r->dl, D * sizeof *t->dl);
+    memcpy(t->dn, r->dn, D * sizeof *t->dn);
+    memcpy(t->ox, r->ox, D * sizeof *t->ox);
+    t->at = t->ex = j;
+    t->tok = ++d->e_tok;
+    walk_skip(d, t, d->evt, j);
+    if (!walk_to(st, t, d->evt, i, j, P))
+        return PARTD_NONE;
+    walk_order(d, t, P, d->left, d->ord);
+    const uint32_t *sn = d->s_non + (size_t)P * D;
+    for (uint32_t dv = 0; dv < D; dv++)
+        d->non[dv] = (uint32_t)((int64_t)sn[dv] + t->dn[dv]);
+    for (uint32_t x = 0; x < d->n_in; x++) {
+        uint32_t q = d->in_list[x];
+        d->credit[partd__ca_dev(d, i, q)] += d->in_cred[q];
+    }
+    int64_t extra = 0;
+    uint32_t c = partd__ca_round_choose(D, d->left, d->non, d->ord, d->credit, used, &extra);
+    for (uint32_t x = 0; x < d->n_in; x++) {
+        uint32_t q = d->in_list[x];
+        d->credit[partd__ca_dev(d, i, q)] = 0;
+    }
+    return c;
 }
 
 /* FX's mapping of the list with positions i < j removed and their union
@@ -182,6 +378,8 @@ uint32_t partd__ca_try_map(partd__ca_state *st, uint32_t i, uint32_t j, int64_t 
     partd__ca_round *d = &st->rd;
     uint32_t D = d->D, P = d->P;
     d->n_chg = d->r_nchg;
+    if (d->fail_at == P)
+        return map_walk(st, i, j, used);
     while (d->r_ok && d->r_at < j) {
         d->r_ok = map_step(st, d->r_left, d->r_non, d->r_ord, i, PARTD_NONE, d->r_at) !=
                   PARTD_NONE;
