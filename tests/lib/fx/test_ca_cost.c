@@ -2,8 +2,11 @@
  * test_ca_cost.c - a try of FX's cost_aware pass (ca_internal.h) against
  * the full recomputation of the merged list, round after round of merges:
  * the cycle test, whether the list maps, and the cost, in full and
- * incrementally, to the bit; an incremental try bounded by its own cost
- * does not stop (the last of equals wins), one bounded under it may.
+ * incrementally, to the bit, and the device of every partition; an
+ * incremental try bounded by its own cost does not stop (the last of
+ * equals wins), one bounded under it may. Devices whose memory left lands
+ * exactly on a step's need, or ties another's, hold a try's walk to the
+ * round's mapping at its boundaries.
  */
 #include "fx_test.h"
 
@@ -39,6 +42,7 @@
 typedef struct tried {
     int cycle;
     uint32_t dev_u;
+    uint32_t *map;         /* the merged list's devices, as the candidate orders them */
     int64_t used;
     double full, lazy;
 } tried;
@@ -76,6 +80,12 @@ static void check_round(partd__ca_state *st, counts *n, uint32_t *merge_a, uint3
             x->dev_u = partd__ca_try_map(st, i, j, x->used);
             if (x->dev_u == PARTD_NONE)
                 continue;
+            x->map = malloc(P * sizeof *x->map);
+            assert_non_null(x->map);
+            for (uint32_t q = 0; q < P; q++)
+                if (q != i && q != j)
+                    x->map[q - (q > i) - (q > j)] = partd__ca_dev(d, i, q);
+            x->map[P - 2] = x->dev_u;
             x->full = partd__ca_cost_full(st, i, j, x->dev_u, lat_u);
             x->lazy = x->full;
             if (d->fail_at == P) {
@@ -115,6 +125,7 @@ static void check_round(partd__ca_state *st, counts *n, uint32_t *merge_a, uint3
                 n->unmapped++;
                 continue;
             }
+            assert_memory_equal(x->map, st->c_dev, (P - 1) * sizeof *x->map);
             assert_memory_equal(&x->full, &full, sizeof full);
             assert_memory_equal(&x->lazy, &full, sizeof full);
             n->costed++;
@@ -124,6 +135,8 @@ static void check_round(partd__ca_state *st, counts *n, uint32_t *merge_a, uint3
             }
         }
     free(order);
+    for (uint32_t x = 0; x < P * P; x++)
+        free(t[x].map);
     free(t);
 }
 
@@ -169,11 +182,39 @@ static void test_tries_that_do_not_map(void **state)
     assert_true(n.costed > 0);
 }
 
+/* d0's 240 bytes leave it, in some try's walk, exactly what the round's
+ * step there took from it: no room (a partition fits only in strictly
+ * more than it takes), so the walk must step there in full. */
+static void test_room_exactly_used_up(void **state)
+{
+    (void)state;
+    counts n = check_rounds(GRAPH "\"devices\":[{\"name\":\"d0\",\"memory_bytes\":240},"
+                                  "{\"name\":\"d1\",\"memory_bytes\":250}]}");
+    assert_true(n.costed > 0);
+}
+
+/* Devices tying in memory left in some try's walk, from the start (equal
+ * memory) and after steps (48 bytes apart): the first in the order with
+ * room takes the partition, so the round's device is kept only while every
+ * other with room stays strictly above it. */
+static void test_memory_left_ties(void **state)
+{
+    (void)state;
+    counts n = check_rounds(GRAPH "\"devices\":[{\"name\":\"d0\",\"memory_bytes\":230},"
+                                  "{\"name\":\"d1\",\"memory_bytes\":230}]}");
+    assert_true(n.costed > 0);
+    n = check_rounds(GRAPH "\"devices\":[{\"name\":\"d0\",\"memory_bytes\":257},"
+                           "{\"name\":\"d1\",\"memory_bytes\":209}]}");
+    assert_true(n.costed > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tries_equal_the_full_cost),
         cmocka_unit_test(test_tries_that_do_not_map),
+        cmocka_unit_test(test_room_exactly_used_up),
+        cmocka_unit_test(test_memory_left_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
