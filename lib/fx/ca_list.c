@@ -16,90 +16,13 @@
 int64_t partd__ca_list_bytes(partd__ca_state *st, const partd__ca_rec *a,
                              const partd__ca_rec *b)
 {
-    const partd_graph *g = st->g;
-    uint32_t t = ++st->token;
-    const partd__ca_rec *rs[2] = {a, b};
-    for (int k = 0; k < 2; k++)
-        for (uint32_t i = 0; i < rs[k]->n; i++)
-            st->stamp[rs[k]->ops[i]] = t;
-    int64_t bytes = 0;
-    for (int k = 0; k < 2; k++)
-        for (uint32_t i = 0; i < rs[k]->n; i++) {
-            uint32_t v = rs[k]->ops[i];
-            bytes += partd__fx_total(g, v);
-            for (uint32_t j = g->in_off[v]; j < g->in_off[v + 1]; j++) {
-                uint32_t u = g->in_idx[j];
-                if (st->stamp[u] == t)
-                    continue;
-                if (partd__fx_is_constant(g, u)) {
-                    st->stamp[u] = t;
-                    bytes += partd__fx_total(g, u);
-                } else {
-                    bytes += partd__fx_output(g, u);
-                }
-            }
-        }
-    return bytes;
+    return partd__fx_union_bytes(st->g, a->ops, a->n, b->ops, b->n, st->stamp, &st->token);
 }
 
 /* Levels (get_bfs_level_partition) of the list. */
 int partd__ca_list_levels(partd__ca_state *st)
 {
-    const partd_graph *g = st->g;
-    uint32_t R = st->n_recs;
-    size_t E = g->in_off[g->n_nodes];
-    uint32_t *indeg = calloc((size_t)R + 1, sizeof *indeg);
-    uint32_t *off = calloc((size_t)R + 2, sizeof *off);
-    uint32_t *queue = malloc(((size_t)R + 1) * sizeof *queue);
-    uint32_t *ch = malloc((E + 1) * sizeof *ch);
-    int rc = PARTD_ENOMEM;
-    if (!indeg || !off || !queue || !ch)
-        goto out;
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t v = 0; v < g->n_nodes; v++) {
-            uint32_t r = st->part_of[v];
-            if (r == PARTD_NONE)
-                continue;
-            for (uint32_t k = g->in_off[v]; k < g->in_off[v + 1]; k++) {
-                uint32_t q = st->part_of[g->in_idx[k]];
-                if (q == PARTD_NONE || q == r)
-                    continue;
-                if (pass == 0) {
-                    off[q + 2]++;
-                } else {
-                    ch[off[q + 1]++] = r;
-                    indeg[r]++;
-                }
-            }
-        }
-        if (pass == 0)
-            for (uint32_t i = 0; i < R; i++)
-                off[i + 2] += off[i + 1];
-    }
-    uint32_t head = 0, tail = 0;
-    for (uint32_t i = 0; i < st->n_order; i++) {
-        uint32_t r = st->order[i];
-        st->level[r] = 0;
-        if (!indeg[r])
-            queue[tail++] = r;
-    }
-    while (head < tail) {
-        uint32_t r = queue[head++];
-        for (uint32_t j = off[r]; j < off[r + 1]; j++) {
-            uint32_t c = ch[j];
-            if (st->level[c] < st->level[r] + 1)
-                st->level[c] = st->level[r] + 1;
-            if (--indeg[c] == 0)
-                queue[tail++] = c;
-        }
-    }
-    rc = tail == st->n_order ? PARTD_OK : PARTD_EINTERNAL; /* merges never close a cycle */
-out:
-    free(indeg);
-    free(off);
-    free(queue);
-    free(ch);
-    return rc;
+    return partd__fx_levels(st->g, st->part_of, st->n_recs, st->order, st->n_order, st->level);
 }
 
 /* The cost of the list with recs a and b merged (a == b: the list as it

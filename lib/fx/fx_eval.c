@@ -448,3 +448,91 @@ int partd__fx_edges(const partd_request *req, const partd__fx_layout *l, uint32_
     *bytes = e.bytes;
     return PARTD_OK;
 }
+
+int64_t partd__fx_union_bytes(const partd_graph *g, const uint32_t *a, uint32_t na,
+                              const uint32_t *b, uint32_t nb, uint32_t *stamp, uint32_t *token)
+{
+    uint32_t t = ++*token;
+    const uint32_t *ops[2] = {a, b};
+    uint32_t n[2] = {na, nb};
+    for (int k = 0; k < 2; k++)
+        for (uint32_t i = 0; i < n[k]; i++)
+            stamp[ops[k][i]] = t;
+    int64_t bytes = 0;
+    for (int k = 0; k < 2; k++)
+        for (uint32_t i = 0; i < n[k]; i++) {
+            uint32_t v = ops[k][i];
+            bytes += partd__fx_total(g, v);
+            for (uint32_t j = g->in_off[v]; j < g->in_off[v + 1]; j++) {
+                uint32_t u = g->in_idx[j];
+                if (stamp[u] == t)
+                    continue;
+                if (partd__fx_is_constant(g, u)) {
+                    stamp[u] = t;
+                    bytes += partd__fx_total(g, u);
+                } else {
+                    bytes += partd__fx_output(g, u);
+                }
+            }
+        }
+    return bytes;
+}
+
+int partd__fx_levels(const partd_graph *g, const uint32_t *part_of, uint32_t n_parts,
+                     const uint32_t *order, uint32_t n_order, uint32_t *level)
+{
+    uint32_t R = n_parts;
+    size_t E = g->in_off[g->n_nodes];
+    uint32_t *indeg = calloc((size_t)R + 1, sizeof *indeg);
+    uint32_t *off = calloc((size_t)R + 2, sizeof *off);
+    uint32_t *queue = malloc(((size_t)R + 1) * sizeof *queue);
+    uint32_t *ch = malloc((E + 1) * sizeof *ch);
+    int rc = PARTD_ENOMEM;
+    if (!indeg || !off || !queue || !ch)
+        goto out;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t v = 0; v < g->n_nodes; v++) {
+            uint32_t r = part_of[v];
+            if (r == PARTD_NONE)
+                continue;
+            for (uint32_t k = g->in_off[v]; k < g->in_off[v + 1]; k++) {
+                uint32_t q = part_of[g->in_idx[k]];
+                if (q == PARTD_NONE || q == r)
+                    continue;
+                if (pass == 0) {
+                    off[q + 2]++;
+                } else {
+                    ch[off[q + 1]++] = r;
+                    indeg[r]++;
+                }
+            }
+        }
+        if (pass == 0)
+            for (uint32_t i = 0; i < R; i++)
+                off[i + 2] += off[i + 1];
+    }
+    uint32_t head = 0, tail = 0;
+    for (uint32_t i = 0; i < n_order; i++) {
+        uint32_t r = order[i];
+        level[r] = 0;
+        if (!indeg[r])
+            queue[tail++] = r;
+    }
+    while (head < tail) {
+        uint32_t r = queue[head++];
+        for (uint32_t j = off[r]; j < off[r + 1]; j++) {
+            uint32_t c = ch[j];
+            if (level[c] < level[r] + 1)
+                level[c] = level[r] + 1;
+            if (--indeg[c] == 0)
+                queue[tail++] = c;
+        }
+    }
+    rc = tail == n_order ? PARTD_OK : PARTD_EINTERNAL;
+out:
+    free(indeg);
+    free(off);
+    free(queue);
+    free(ch);
+    return rc;
+}

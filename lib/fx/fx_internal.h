@@ -96,6 +96,22 @@ int partd__fx_whole(const partd_request *req, partd_mode mode, partd_plan **out,
 int partd__fx_map(const partd_request *req, const partd__fx_layout *l, const int64_t *used,
                   uint32_t *dev);
 
+/* FX's calculate_mem_bytes_needed of the union of two node lists a[0..na)
+ * and b[0..nb) (b may be empty): each node's total size, plus the output of
+ * each distinct input outside the union, a placeholder's or get_attr's
+ * total size once. stamp (one per node, never equal to *token + 1 on entry)
+ * and *token are the caller's scratch: the call advances *token. */
+int64_t partd__fx_union_bytes(const partd_graph *g, const uint32_t *a, uint32_t na,
+                              const uint32_t *b, uint32_t nb, uint32_t *stamp, uint32_t *token);
+
+/* FX's get_bfs_level_partition: level[r] for each partition r of
+ * order[0..n_order) (n_parts partitions in all, operation v in
+ * part_of[v] or PARTD_NONE), 0 for those with no parent, else one more than
+ * its deepest parent. PARTD_ENOMEM, or PARTD_EINTERNAL when the partitions
+ * depend on each other in a cycle (the modes never build one). */
+int partd__fx_levels(const partd_graph *g, const uint32_t *part_of, uint32_t n_parts,
+                     const uint32_t *order, uint32_t n_order, uint32_t *level);
+
 /* The plan of a partitioning (partitions in index order, memory `used`),
  * linked and timed, with summary.latency_ms = sec * 1000. */
 int partd__fx_plan(const partd_request *req, partd_mode mode, const partd__fx_layout *l,
