@@ -1,14 +1,13 @@
 /* map.c - see map.h. */
 #include "map.h"
 
-#include <errno.h>
 #include <sodium/crypto_shorthash_siphash24.h>
+#include <sodium/core.h>
+#include <sodium/randombytes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
-#include "partd/clock.h"
 #include "partd/partd.h"
 
 /* Keys come from clients (a cache key is the digest of a request, and a
@@ -24,24 +23,13 @@ static size_t hash_key(const partd_map *m, const char *key)
     return (size_t)h;
 }
 
-/* getrandom blocks only until the kernel's pool is first seeded; were it
- * missing altogether, the clock and an address still differ from run to
- * run. */
+/* A key no client can know, from the kernel's random pool through
+ * libsodium (sodium_init is idempotent and thread-safe). */
 static void draw_key(unsigned char key[16])
 {
-    size_t got = 0;
-    while (got < 16) {
-        ssize_t n = getrandom(key + got, 16 - got, 0);
-        if (n > 0)
-            got += (size_t)n;
-        else if (!(n < 0 && errno == EINTR))
-            break;
-    }
-    if (got < 16) {
-        uint64_t a = (uint64_t)partd_clock_ns(), b = (uint64_t)(uintptr_t)key;
-        memcpy(key, &a, 8);
-        memcpy(key + 8, &b, 8);
-    }
+    if (sodium_init() < 0)
+        abort(); /* no random source at all: nothing can be keyed */
+    randombytes_buf(key, crypto_shorthash_siphash24_KEYBYTES);
 }
 
 void partd_map_init(partd_map *m)

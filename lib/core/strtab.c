@@ -1,15 +1,14 @@
 /* strtab.c - interned strings; see strtab.h. */
 #include "partd/strtab.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 
 #include <sodium/crypto_shorthash_siphash24.h>
+#include <sodium/core.h>
+#include <sodium/randombytes.h>
 
-#include "partd/clock.h"
 
 #define FIRST_SLOTS 64
 #define MAX_SLOTS (UINT32_C(1) << 31)
@@ -43,24 +42,13 @@ uint64_t partd_strtab_bytes(const partd_strtab *t)
 
 /* ---- the key and the hash ------------------------------------------------ */
 
-/* A key no client can know. getrandom blocks only until the kernel's pool
- * is first seeded; were it missing altogether, the clock and an address
- * still give a key that differs from run to run. */
+/* A key no client can know, from the kernel's random pool through
+ * libsodium (sodium_init is idempotent and thread-safe). */
 static void draw_key(uint8_t key[16])
 {
-    size_t got = 0;
-    while (got < 16) {
-        ssize_t n = getrandom(key + got, 16 - got, 0);
-        if (n > 0)
-            got += (size_t)n;
-        else if (!(n < 0 && errno == EINTR))
-            break;
-    }
-    if (got < 16) {
-        uint64_t a = (uint64_t)partd_clock_ns(), b = (uint64_t)(uintptr_t)key;
-        memcpy(key, &a, 8);
-        memcpy(key + 8, &b, 8);
-    }
+    if (sodium_init() < 0)
+        abort(); /* no random source at all: nothing can be keyed */
+    randombytes_buf(key, crypto_shorthash_siphash24_KEYBYTES);
 }
 
 static uint64_t hash_bytes(const partd_strtab *t, const char *s, size_t len)

@@ -9,7 +9,7 @@
  * same whatever the strings are: names crafted to collide must not turn
  * lookups into scans. The index is an open-addressing table hashed with
  * SipHash-2-4 (libsodium's crypto_shorthash) under a 128-bit key that each
- * table draws from getrandom(2) when it first needs one: a client can
+ * table draws from libsodium's randombytes when it first needs one: a client can
  * neither read nor steer where its names land. On top of that, no string
  * may sit more than PARTD_STRTAB_PROBE_MAX slots past its home: an insert
  * that would break the rule draws a new key and rebuilds the index (with
