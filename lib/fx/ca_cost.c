@@ -95,40 +95,6 @@ double partd__ca_cost_full(partd__ca_state *st, uint32_t i, uint32_t j, uint32_t
     return worst;
 }
 
-static void heap_push(partd__ca_round *d, uint64_t key)
-{
-    uint32_t at = d->n_heap++;
-    while (at > 0) {
-        uint32_t up = (at - 1) / 2;
-        if (d->heap[up] <= key)
-            break;
-        d->heap[at] = d->heap[up];
-        at = up;
-    }
-    d->heap[at] = key;
-}
-
-static uint64_t heap_pop(partd__ca_round *d)
-{
-    uint64_t top = d->heap[0], last = d->heap[--d->n_heap];
-    uint32_t at = 0, n = d->n_heap;
-    if (!n)
-        return top;
-    for (;;) {
-        uint32_t c = 2 * at + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && d->heap[c + 1] < d->heap[c])
-            c++;
-        if (d->heap[c] >= last)
-            break;
-        d->heap[at] = d->heap[c];
-        at = c;
-    }
-    d->heap[at] = last;
-    return top;
-}
-
 /* Queue position z (d->P: the union) once, in an order where every
  * partition follows its parents: topological, the union at the later y of
  * the pair's places, the earlier one's descendants between them after it.
@@ -146,7 +112,7 @@ static void enqueue(partd__ca_round *d, uint32_t z, uint32_t y, uint32_t t)
         key = (uint64_t)d->tpos[y] << 32 | (1 + (uint64_t)d->tpos[z]);
     else
         key = (uint64_t)d->tpos[z] << 32;
-    heap_push(d, key);
+    partd__ca_heap_push(d->heap, &d->n_heap, key);
 }
 
 static uint32_t key_position(const partd__ca_round *d, uint64_t key, uint32_t y)
@@ -198,7 +164,7 @@ double partd__ca_cost_lazy(partd__ca_state *st, uint32_t i, uint32_t j, uint32_t
                 enqueue(d, d->ch[e], y, t);
     }
     while (d->n_heap) {
-        uint32_t z = key_position(d, heap_pop(d), y);
+        uint32_t z = key_position(d, partd__ca_heap_pop(d->heap, &d->n_heap), y);
         if (z == d->P) {
             double in = 0;
             for (uint32_t h = 0; h < d->n_in; h++) {

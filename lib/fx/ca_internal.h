@@ -46,8 +46,11 @@ typedef struct partd__ca_walk {
     int32_t *dn;
     uint32_t *ox;
     uint32_t at, ex;
-    int64_t big;           /* the largest |dl| */
-    uint32_t tok;          /* marks its removed and moved partitions' children */
+    uint32_t *sd, n_sd;    /* the devices whose dl is not 0 */
+    uint32_t tok;          /* marks its removed and moved partitions' children,
+                            * and the positions whose device it set (tst) */
+    uint64_t *mk;          /* a min-heap of the marked positions ahead of it */
+    uint32_t n_mk;
 } partd__ca_walk;
 
 /* One round's partitions' DAG, by position in the list, the mapping of the
@@ -67,8 +70,14 @@ typedef struct partd__ca_round {
     uint32_t *bdev;          /* fresh mapping; positions from fail_at on have none */
     uint32_t fail_at;
     int64_t *bextra;         /* what each position took from its device */
-    int64_t *tol;            /* the largest |dl| for which a walk's step at each
-                              * position is the round's own (ca_round.c) */
+    /* Where a walk's step is the round's own (ca_round.c): at position k,
+     * when each device's dl lies in [lo, hi] of k and k is not a position
+     * where some device ties the round's choice in memory left (any_next:
+     * the next such position from k on). Per device, a segment tree of -lo
+     * and one of hi (the least of each span; leaves from rng_leaves) let a
+     * walk jump to the next position its shift leaves. */
+    int64_t *rng_lo, *rng_hi;
+    uint32_t rng_leaves, *any_next;
     int64_t *lack;           /* P x D: the bytes each device lacked for each
                               * position's step (negative: room to spare) */
     uint32_t *rank0;         /* per device: its place in the first order */
@@ -77,11 +86,17 @@ typedef struct partd__ca_round {
     /* a try */
     int64_t *left, *credit;
     uint32_t *non, *ord, *tdev;
+    uint32_t *tst, cur_j;    /* tdev[q] holds when tst[q] is the token of the walk
+                              * covering q (wr before cur_j, wt after); else the
+                              * try keeps the round's bdev[q] */
     int64_t *r_left;         /* the mapping with the first of the pairs removed */
     uint32_t *r_non, *r_ord, r_at, r_nchg;
     int r_ok;
     double *best;
     uint32_t *nb, nb_tok;    /* positions next to the first of a pair */
+    uint32_t *lv_off, *lv_pos; /* positions by bfs level (CSR), in order */
+    uint32_t *cand, n_cand;  /* the second positions FX tries with one first */
+    uint32_t *cand_nb;       /* its parents and children among them (scratch) */
     uint32_t *pst, p_tok;    /* per-position stamps */
     uint32_t *in_st, *out_st, u_tok;
     int64_t *in_comm, *in_cred, *out_comm;
@@ -128,11 +143,48 @@ static inline int partd__ca_exceeds(double head, double tail, double bound)
     return (head + tail) * (1.0 - 1e-9) > bound;
 }
 
-/* The device of position q in a try whose first partition is at i: the
- * round's fresh mapping before i, the try's own from there. */
+/* A binary min-heap of n keys: the two tries' queues (positions in a
+ * walk's order, positions in topological order). */
+static inline void partd__ca_heap_push(uint64_t *heap, uint32_t *n, uint64_t key)
+{
+    uint32_t at = (*n)++;
+    while (at > 0 && heap[(at - 1) / 2] > key) {
+        heap[at] = heap[(at - 1) / 2];
+        at = (at - 1) / 2;
+    }
+    heap[at] = key;
+}
+
+static inline uint64_t partd__ca_heap_pop(uint64_t *heap, uint32_t *n)
+{
+    uint64_t top = heap[0], last = heap[--*n];
+    uint32_t at = 0;
+    if (!*n)
+        return top;
+    for (;;) {
+        uint32_t c = 2 * at + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && heap[c + 1] < heap[c])
+            c++;
+        if (heap[c] >= last)
+            break;
+        heap[at] = heap[c];
+        at = c;
+    }
+    heap[at] = last;
+    return top;
+}
+
+/* The device of position q in the try of positions i < cur_j: the round's
+ * fresh mapping before i and wherever the try's walks took the round's
+ * step without replaying it, the walks' own devices elsewhere. */
 static inline uint32_t partd__ca_dev(const partd__ca_round *d, uint32_t i, uint32_t q)
 {
-    return q < i ? d->bdev[q] : d->tdev[q];
+    if (q < i)
+        return d->bdev[q];
+    uint32_t tok = q < d->cur_j ? d->wr.tok : d->wt.tok;
+    return d->tst[q] == tok ? d->tdev[q] : d->bdev[q];
 }
 
 /* ca_list.c. init: one partition per operation in node order, with their

@@ -9,12 +9,35 @@
  * (choose, take), which a try replays. Errors: PARTD_OK, PARTD_ENOMEM,
  * PARTD_EINTERNAL (a cycle among the list's partitions).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ca_internal.h"
 #include "fx_internal.h"
 #include "partd/partd.h"
+
+/* Every array of a round, those round_build allocates first. */
+#define ROUND_BUILT 4
+#define ROUND_PARTS 80
+static size_t round_parts(partd__ca_round *d, void **all)
+{
+    void *p[] = {d->par_off, d->par,     d->comm,     d->cred,     d->ch_off,  d->ch,
+                 d->topo,    d->tpos,    d->lat,      d->lvl,      d->s_left,  d->s_non,
+                 d->s_ord,   d->bdev,    d->left,     d->credit,   d->non,     d->ord,
+                 d->tdev,    d->best,    d->nb,       d->pst,      d->in_st,   d->out_st,
+                 d->in_comm, d->in_cred, d->out_comm, d->in_list,  d->out_list, d->defer,
+                 d->queue,   d->desc,    d->in_u,     d->nseen,    d->cu,      d->dist,
+                 d->chg,     d->bbest,   d->by_best,  d->heap,     d->hst,     d->vst,
+                 d->r_left,  d->r_non,   d->r_ord,    d->f0,       d->tail0,   d->bextra,
+                 d->lack,    d->rank0,   d->evr,      d->evt,      d->wr.dl,   d->wr.dn,
+                 d->wr.ox,   d->wt.dl,   d->wt.dn,    d->wt.ox,    d->wr.mk,   d->wt.mk,
+                 d->wr.sd,   d->wt.sd,   d->tst,      d->any_next, d->rng_lo,  d->rng_hi,
+                 d->lv_off,  d->lv_pos,  d->cand,     d->cand_nb};
+    _Static_assert(sizeof p / sizeof *p <= ROUND_PARTS, "ROUND_PARTS too small");
+    memcpy(all, p, sizeof p);
+    return sizeof p / sizeof *p;
+}
 
 int partd__ca_round_alloc(partd__ca_state *st)
 {
@@ -40,8 +63,15 @@ int partd__ca_round_alloc(partd__ca_state *st)
     d->r_ord = malloc(D * sizeof *d->r_ord);
     d->ord = malloc(D * sizeof *d->ord);
     d->tdev = malloc(R * sizeof *d->tdev);
+    d->tst = calloc(R, sizeof *d->tst);
+    d->any_next = malloc((R + 1) * sizeof *d->any_next);
+    for (d->rng_leaves = 1; d->rng_leaves < R; d->rng_leaves *= 2)
+        ;
+    /* 32 bytes per device and leaf, as the snapshots' 24 per device and
+     * position: the pass's memory stays linear in devices x partitions */
+    d->rng_lo = malloc(2 * D * d->rng_leaves * sizeof *d->rng_lo);
+    d->rng_hi = malloc(2 * D * d->rng_leaves * sizeof *d->rng_hi);
     d->bextra = malloc(R * sizeof *d->bextra);
-    d->tol = malloc(R * sizeof *d->tol);
     d->lack = malloc(R * D * sizeof *d->lack);
     d->rank0 = malloc(D * sizeof *d->rank0);
     d->evr = calloc(R, sizeof *d->evr);
@@ -52,10 +82,16 @@ int partd__ca_round_alloc(partd__ca_state *st)
         ws[w]->dl = malloc(D * sizeof *ws[w]->dl);
         ws[w]->dn = malloc(D * sizeof *ws[w]->dn);
         ws[w]->ox = malloc(D * sizeof *ws[w]->ox);
-        wok = wok && ws[w]->dl && ws[w]->dn && ws[w]->ox;
+        ws[w]->mk = malloc(2 * R * sizeof *ws[w]->mk);
+        ws[w]->sd = malloc(D * sizeof *ws[w]->sd);
+        wok = wok && ws[w]->dl && ws[w]->dn && ws[w]->ox && ws[w]->mk && ws[w]->sd;
     }
     d->best = malloc(R * sizeof *d->best);
     d->nb = calloc(R, sizeof *d->nb);
+    d->lv_off = malloc((R + 2) * sizeof *d->lv_off);
+    d->lv_pos = malloc(R * sizeof *d->lv_pos);
+    d->cand = malloc(R * sizeof *d->cand);
+    d->cand_nb = malloc(R * sizeof *d->cand_nb);
     d->pst = calloc(R, sizeof *d->pst);
     d->in_st = calloc(R, sizeof *d->in_st);
     d->out_st = calloc(R, sizeof *d->out_st);
@@ -79,35 +115,21 @@ int partd__ca_round_alloc(partd__ca_state *st)
     d->nseen = calloc(N, sizeof *d->nseen);
     d->cu = malloc(N * sizeof *d->cu);
     d->dist = malloc(N * sizeof *d->dist);
-    if (!d->ch_off || !d->ch || !d->topo || !d->tpos || !d->lat || !d->lvl || !d->s_left ||
-        !d->s_non || !d->s_ord || !d->bdev || !d->left || !d->credit || !d->non || !d->ord ||
-        !d->r_left || !d->r_non || !d->r_ord ||
-        !d->tdev || !d->best || !d->nb || !d->pst || !d->in_st || !d->out_st || !d->in_comm ||
-        !d->in_cred || !d->out_comm || !d->in_list || !d->out_list || !d->defer || !d->queue ||
-        !d->desc || !d->chg || !d->bbest || !d->f0 || !d->tail0 || !d->by_best || !d->heap ||
-        !d->hst || !d->vst ||
-        !d->in_u || !d->nseen || !d->cu || !d->dist || !wok || !d->bextra || !d->tol || !d->lack ||
-        !d->rank0 || !d->evr || !d->evt)
-        return PARTD_ENOMEM;
-    return PARTD_OK;
+    void *parts[ROUND_PARTS];
+    size_t n = round_parts(d, parts);
+    for (size_t x = ROUND_BUILT; x < n; x++)
+        if (!parts[x])
+            return PARTD_ENOMEM;
+    return wok ? PARTD_OK : PARTD_ENOMEM;
 }
 
 void partd__ca_round_free(partd__ca_round *d)
 {
-    void *all[] = {d->par_off, d->par,   d->comm,    d->cred,    d->ch_off,   d->ch,
-                   d->topo,    d->tpos,  d->lat,     d->lvl,     d->s_left,   d->s_non,
-                   d->s_ord,   d->bdev,  d->left,    d->credit,  d->non,      d->ord,
-                   d->tdev,    d->best,  d->nb,      d->pst,     d->in_st,    d->out_st,
-                   d->in_comm, d->in_cred, d->out_comm, d->in_list, d->out_list, d->defer,
-                   d->queue,   d->desc,  d->in_u,    d->nseen,   d->cu,       d->dist,
-                   d->chg,     d->bbest, d->by_best, d->heap,    d->hst,      d->vst,
-                   d->r_left,  d->r_non, d->r_ord,   d->f0,      d->tail0,
-                   d->bextra,  d->tol, d->lack,   d->rank0,   d->evr,      d->evt,
-                   d->wr.dl,   d->wr.dn, d->wr.ox,   d->wt.dl,   d->wt.dn,    d->wt.ox};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        free(all[i]);
+    void *parts[ROUND_PARTS];
+    size_t n = round_parts(d, parts);
+    for (size_t x = 0; x < n; x++)
+        free(parts[x]);
 }
-
 /* Python's sorted() by memory left, stable: partd__fx_map's step. Only
  * the start needs it whole; after a step the one device that changed moves
  * (take), and the order stays what a fresh stable sort gives. */
@@ -158,26 +180,81 @@ uint32_t partd__ca_round_choose(uint32_t D, const int64_t *left, const uint32_t 
 }
 
 
-/* The largest shift t of every device's memory left (|shift| <= t, the
- * partition's inputs where they were) under which the mapping's step still
- * chooses c with the same bytes: c keeps room, and every other device
- * either still lacks it or stays strictly above c in memory left, so
- * after c in any order sorted by it. -1: no shift is safe. A device
- * holding nothing has no credit, so its extra is `used` as the step's. */
-static int64_t tolerance(uint32_t D, const int64_t *left, const int64_t *credit, int64_t used,
-                         uint32_t c)
+#define RNG_INF (INT64_MAX / 4)
+
+/* The shifts of memory left (dl per device, the partition's inputs where
+ * they were) under which the mapping's step at position k still chooses c
+ * with the same bytes: c keeps room, and every other device either still
+ * lacks it or stays strictly above c in memory left, so after c in any
+ * order sorted by it. Sufficient ranges per device, [lo, hi], with the
+ * gaps to the devices with room split evenly between c and each; a device
+ * with room tying c (a stable sort's choice) makes every shift suspect. */
+static void build_ranges(partd__ca_round *d, uint32_t k, const int64_t *left,
+                         const int64_t *credit, int64_t used, uint32_t c)
 {
-    int64_t tol = left[c] - (used - credit[c]) - 1;
+    uint32_t D = d->D, L = d->rng_leaves;
+    int64_t h = RNG_INF;
+    int any = 0;
     for (uint32_t dv = 0; dv < D; dv++) {
-        if (dv == c)
-            continue;
-        int64_t lack = (used - credit[dv]) - left[dv], gap = left[dv] - left[c];
-        int64_t a = lack >= 0 ? lack : -1, b = gap >= 1 ? (gap - 1) / 2 : -1;
-        int64_t m = a > b ? a : b;
-        if (m < tol)
-            tol = m;
+        int64_t lack = used - credit[dv] - left[dv], gap = left[dv] - left[c];
+        if (dv != c && lack < 0) {
+            if (gap < 1)
+                any = 1;
+            else if ((gap - 1) / 2 < h)
+                h = (gap - 1) / 2;
+        }
     }
-    return tol;
+    d->any_next[k] = any ? k : PARTD_NONE;
+    for (uint32_t dv = 0; dv < D; dv++) {
+        int64_t lack = used - credit[dv] - left[dv], gap = left[dv] - left[c];
+        int64_t lo = -RNG_INF, hi = RNG_INF;
+        if (dv == c) {
+            lo = lack + 1;
+            hi = h;
+        } else if (lack >= 0) {
+            hi = lack; /* still lacking */
+        } else if (gap >= 1) {
+            lo = -(gap - 1 - h);
+        }
+        d->rng_lo[(size_t)dv * 2 * L + L + k] = -lo;
+        d->rng_hi[(size_t)dv * 2 * L + L + k] = hi;
+    }
+}
+
+/* any_next from each position on, and the range trees over the positions
+ * the fresh mapping placed (the rest never looked at: a walk stops where
+ * the mapping does). */
+static void build_range_trees(partd__ca_round *d)
+{
+    uint32_t L = d->rng_leaves, P = d->P;
+    d->any_next[P] = P;
+    for (uint32_t k = P; k-- > 0;)
+        if (k >= d->fail_at || d->any_next[k] == PARTD_NONE)
+            d->any_next[k] = d->any_next[k + 1];
+    for (uint32_t dv = 0; dv < d->D; dv++) {
+        int64_t *ts[2] = {d->rng_lo + (size_t)dv * 2 * L, d->rng_hi + (size_t)dv * 2 * L};
+        for (int h = 0; h < 2; h++) {
+            int64_t *t = ts[h];
+            for (uint32_t k = d->fail_at; k < L; k++)
+                t[L + k] = RNG_INF;
+            for (uint32_t x = L; x-- > 1;)
+                t[x] = t[2 * x] < t[2 * x + 1] ? t[2 * x] : t[2 * x + 1];
+        }
+    }
+}
+
+/* lv_off, lv_pos: the positions of each bfs level, in order (a level is
+ * below P: a longest path visits each partition once) */
+static void build_levels(partd__ca_round *d)
+{
+    uint32_t P = d->P;
+    memset(d->lv_off, 0, ((size_t)P + 2) * sizeof *d->lv_off);
+    for (uint32_t k = 0; k < P; k++)
+        d->lv_off[d->lvl[k] + 2]++;
+    for (uint32_t l = 2; l <= P + 1; l++)
+        d->lv_off[l] += d->lv_off[l - 1];
+    for (uint32_t k = 0; k < P; k++)
+        d->lv_pos[d->lv_off[d->lvl[k] + 1]++] = k;
 }
 
 /* Positions by bbest, largest first (merge sort; tmp as large). */
@@ -267,6 +344,7 @@ int partd__ca_round_build(partd__ca_state *st)
     memset(d->nseen, 0, N * sizeof *d->nseen);
     memset(d->evr, 0, R * sizeof *d->evr);
     memset(d->evt, 0, R * sizeof *d->evt);
+    memset(d->tst, 0, R * sizeof *d->tst);
     d->e_tok = 0;
     d->p_tok = d->nb_tok = d->u_tok = d->d_tok = d->n_tok = d->h_tok = 0;
     memset(d->ch_off, 0, ((size_t)P + 1) * sizeof *d->ch_off);
@@ -350,7 +428,7 @@ int partd__ca_round_build(partd__ca_state *st)
         }
         d->bdev[k] = c;
         d->bextra[k] = extra;
-        d->tol[k] = tolerance(D, d->left, d->credit, st->c_used[k], c);
+        build_ranges(d, k, d->left, d->credit, st->c_used[k], c);
         for (uint32_t dv = 0; dv < D; dv++)
             d->lack[(size_t)k * D + dv] = st->c_used[k] - d->credit[dv] - d->left[dv];
         for (uint32_t e = d->par_off[k]; e < d->par_off[k + 1]; e++)
@@ -359,6 +437,8 @@ int partd__ca_round_build(partd__ca_state *st)
         partd__ca_round_take(D, d->left, d->ord, c, extra);
         d->non[c]++;
     }
+    build_range_trees(d);
+    build_levels(d);
     if (d->fail_at == P) {
         memcpy(d->s_left + (size_t)P * D, d->left, D * sizeof *d->left);
         memcpy(d->s_non + (size_t)P * D, d->non, D * sizeof *d->non);

@@ -126,34 +126,91 @@ int partd__ca_try_closes_cycle(partd__ca_round *d, uint32_t i, uint32_t j)
 /* One position k of a try's mapping (positions i and j removed; j is
  * PARTD_NONE while only i is): partd__fx_map's step on left, non, ord. */
 static uint32_t map_step(partd__ca_state *st, int64_t *left, uint32_t *non, uint32_t *ord,
-                         uint32_t i, uint32_t j, uint32_t k)
+                         uint32_t i, uint32_t j, uint32_t k, uint32_t tok)
 {
     partd__ca_round *d = &st->rd;
     uint32_t lo = d->par_off[k], hi = d->par_off[k + 1];
     for (uint32_t e = lo; e < hi; e++) {
         uint32_t q = d->par[e];
-        if (q < i)
-            d->credit[d->bdev[q]] += d->cred[e];
-        else if (q < k && q != i && q != j)
-            d->credit[d->tdev[q]] += d->cred[e];
+        if (q < k && q != i && q != j)
+            d->credit[partd__ca_dev(d, i, q)] += d->cred[e];
     }
     int64_t extra = 0;
     uint32_t c = partd__ca_round_choose(d->D, left, non, ord, d->credit, st->c_used[k], &extra);
     for (uint32_t e = lo; e < hi; e++) {
         uint32_t q = d->par[e];
-        if (q < i)
-            d->credit[d->bdev[q]] = 0;
-        else if (q < k && q != i && q != j)
-            d->credit[d->tdev[q]] = 0;
+        if (q < k && q != i && q != j)
+            d->credit[partd__ca_dev(d, i, q)] = 0;
     }
     if (c == PARTD_NONE)
         return c;
     d->tdev[k] = c;
+    d->tst[k] = tok;
     if (c != d->bdev[k])
         d->chg[d->n_chg++] = k;
     partd__ca_round_take(d->D, left, ord, c, extra);
     non[c]++;
     return c;
+}
+
+/* The children of position p marked in ev for walk w, those after p (the
+ * walk is past the others) queued in its heap. */
+static void mark_children(const partd__ca_round *d, partd__ca_walk *w, uint32_t *ev, uint32_t p)
+{
+    for (uint32_t e = d->ch_off[p]; e < d->ch_off[p + 1]; e++) {
+        uint32_t c = d->ch[e];
+        if (ev[c] == w->tok)
+            continue;
+        ev[c] = w->tok;
+        if (c > p)
+            partd__ca_heap_push(w->mk, &w->n_mk, c);
+    }
+}
+
+/* The first position from k on where the tree t (one of rng_lo,
+ * rng_hi's) holds a value under y, or P. */
+static uint32_t first_below(const partd__ca_round *d, const int64_t *t, uint32_t k, int64_t y)
+{
+    uint32_t L = d->rng_leaves, x = k + L;
+    if (k >= d->P)
+        return d->P;
+    while (t[x] >= y) {
+        while (x & 1)
+            x >>= 1;
+        if (!x)
+            return d->P;
+        x++;
+    }
+    while (x < L)
+        x = t[2 * x] < y ? 2 * x : 2 * x + 1;
+    return x - L < d->P ? x - L : d->P;
+}
+
+/* The first position from k on where walk w's shift may change the
+ * round's step: a device's dl out of that position's range, or a tie. */
+static uint32_t next_suspect(const partd__ca_round *d, const partd__ca_walk *w, uint32_t k)
+{
+    uint32_t L = d->rng_leaves, next = d->any_next[k];
+    for (uint32_t x = 0; x < w->n_sd; x++) {
+        uint32_t dv = w->sd[x];
+        size_t base = (size_t)dv * 2 * L;
+        uint32_t a = first_below(d, d->rng_lo + base, k, -w->dl[dv]);
+        uint32_t b = first_below(d, d->rng_hi + base, k, w->dl[dv]);
+        if (a < next)
+            next = a;
+        if (b < next)
+            next = b;
+    }
+    return next;
+}
+
+/* w->sd from w->dl */
+static void walk_shifted(const partd__ca_round *d, partd__ca_walk *w)
+{
+    w->n_sd = 0;
+    for (uint32_t dv = 0; dv < d->D; dv++)
+        if (w->dl[dv])
+            w->sd[w->n_sd++] = dv;
 }
 
 /* The walk's memory left before position k into left and its order into
@@ -231,10 +288,10 @@ static uint32_t walk_step(partd__ca_state *st, partd__ca_walk *w, uint32_t *ev, 
     if (c == PARTD_NONE)
         return c;
     d->tdev[k] = c;
+    d->tst[k] = w->tok;
     if (c != d->bdev[k]) {
         d->chg[d->n_chg++] = k;
-        for (uint32_t e = d->ch_off[k]; e < d->ch_off[k + 1]; e++)
-            ev[d->ch[e]] = w->tok;
+        mark_children(d, w, ev, k);
     }
     partd__ca_round_take(D, d->left, d->ord, c, extra);
     memcpy(w->ox, d->ord, D * sizeof *d->ord);
@@ -242,13 +299,9 @@ static uint32_t walk_step(partd__ca_state *st, partd__ca_walk *w, uint32_t *ev, 
     w->dn[c]++;
     w->dn[d->bdev[k]]--;
     const int64_t *nl = d->s_left + (size_t)(k + 1) * D;
-    w->big = 0;
-    for (uint32_t dv = 0; dv < D; dv++) {
+    for (uint32_t dv = 0; dv < D; dv++)
         w->dl[dv] = d->left[dv] - nl[dv];
-        int64_t a = w->dl[dv] < 0 ? -w->dl[dv] : w->dl[dv];
-        if (a > w->big)
-            w->big = a;
-    }
+    walk_shifted(d, w);
     return c;
 }
 
@@ -257,15 +310,9 @@ static void walk_skip(partd__ca_round *d, partd__ca_walk *w, uint32_t *ev, uint3
 {
     w->dl[d->bdev[p]] += d->bextra[p];
     w->dn[d->bdev[p]]--;
-    w->big = 0;
-    for (uint32_t dv = 0; dv < d->D; dv++) {
-        int64_t a = w->dl[dv] < 0 ? -w->dl[dv] : w->dl[dv];
-        if (a > w->big)
-            w->big = a;
-    }
+    walk_shifted(d, w);
     w->ex = w->at = p + 1;
-    for (uint32_t e = d->ch_off[p]; e < d->ch_off[p + 1]; e++)
-        ev[d->ch[e]] = w->tok;
+    mark_children(d, w, ev, p);
 }
 
 /* Whether the round's step at k is the walk's (no removed or moved
@@ -285,21 +332,25 @@ static int walk_same(const partd__ca_round *d, const partd__ca_walk *w, uint32_t
 }
 
 /* Walk w on to position `to`: a position no removed or moved partition
- * feeds, where the walk's memory left is within the round's tolerance,
- * takes the round's device without a step. 0 when some step finds none. */
+ * feeds, where the walk's memory left keeps the round's step (walk_same),
+ * takes the round's device without a step; the walk jumps from one
+ * position that may not to the next (its heap of marks, the range trees).
+ * 0 when some step finds none. */
 static int walk_to(partd__ca_state *st, partd__ca_walk *w, uint32_t *ev, uint32_t i, uint32_t j,
                    uint32_t to)
 {
     partd__ca_round *d = &st->rd;
     uint32_t rt = d->wr.tok;
     for (uint32_t k = w->at; k < to; k++) {
-        if (d->evr[k] == rt || ev[k] == w->tok ||
-            (w->big > d->tol[k] && !walk_same(d, w, k))) {
+        while (w->n_mk && w->mk[0] < k)
+            partd__ca_heap_pop(w->mk, &w->n_mk);
+        uint32_t next = w->n_mk ? (uint32_t)w->mk[0] : d->P, suspect = next_suspect(d, w, k);
+        k = suspect < next ? suspect : next;
+        if (k >= to)
+            break;
+        if (d->evr[k] == rt || ev[k] == w->tok || !walk_same(d, w, k))
             if (walk_step(st, w, ev, i, j, k) == PARTD_NONE)
                 return 0;
-        } else {
-            d->tdev[k] = d->bdev[k];
-        }
     }
     w->at = to;
     return 1;
@@ -323,9 +374,11 @@ void partd__ca_try_start(partd__ca_state *st, uint32_t i)
         memset(w->dn, 0, D * sizeof *w->dn);
         memcpy(w->ox, d->s_ord + (size_t)i * D, D * sizeof *w->ox);
         w->tok = ++d->e_tok;
+        w->n_mk = 0;
         walk_skip(d, w, d->evr, i);
         return;
     }
+    d->wr.tok = ++d->e_tok;
     memcpy(d->r_left, d->s_left + (size_t)i * D, D * sizeof *d->r_left);
     memcpy(d->r_non, d->s_non + (size_t)i * D, D * sizeof *d->r_non);
     memcpy(d->r_ord, d->s_ord + (size_t)i * D, D * sizeof *d->r_ord);
@@ -349,6 +402,8 @@ static uint32_t map_walk(partd__ca_state *st, uint32_t i, uint32_t j, int64_t us
     memcpy(t->ox, r->ox, D * sizeof *t->ox);
     t->at = t->ex = j;
     t->tok = ++d->e_tok;
+    memcpy(t->mk, r->mk, r->n_mk * sizeof *t->mk);
+    t->n_mk = r->n_mk;
     walk_skip(d, t, d->evt, j);
     if (!walk_to(st, t, d->evt, i, j, P))
         return PARTD_NONE;
@@ -378,11 +433,12 @@ uint32_t partd__ca_try_map(partd__ca_state *st, uint32_t i, uint32_t j, int64_t 
     partd__ca_round *d = &st->rd;
     uint32_t D = d->D, P = d->P;
     d->n_chg = d->r_nchg;
+    d->cur_j = j;
     if (d->fail_at == P)
         return map_walk(st, i, j, used);
     while (d->r_ok && d->r_at < j) {
-        d->r_ok = map_step(st, d->r_left, d->r_non, d->r_ord, i, PARTD_NONE, d->r_at) !=
-                  PARTD_NONE;
+        d->r_ok = map_step(st, d->r_left, d->r_non, d->r_ord, i, PARTD_NONE, d->r_at,
+                           d->wr.tok) != PARTD_NONE;
         d->r_at++;
     }
     d->r_nchg = d->n_chg;
@@ -391,18 +447,19 @@ uint32_t partd__ca_try_map(partd__ca_state *st, uint32_t i, uint32_t j, int64_t 
     memcpy(d->left, d->r_left, D * sizeof *d->left);
     memcpy(d->non, d->r_non, D * sizeof *d->non);
     memcpy(d->ord, d->r_ord, D * sizeof *d->ord);
+    d->wt.tok = ++d->e_tok;
     for (uint32_t k = j + 1; k < P; k++)
-        if (map_step(st, d->left, d->non, d->ord, i, j, k) == PARTD_NONE)
+        if (map_step(st, d->left, d->non, d->ord, i, j, k, d->wt.tok) == PARTD_NONE)
             return PARTD_NONE;
     for (uint32_t x = 0; x < d->n_in; x++) {
         uint32_t q = d->in_list[x];
-        d->credit[q < i ? d->bdev[q] : d->tdev[q]] += d->in_cred[q];
+        d->credit[partd__ca_dev(d, i, q)] += d->in_cred[q];
     }
     int64_t extra = 0;
     uint32_t c = partd__ca_round_choose(D, d->left, d->non, d->ord, d->credit, used, &extra);
     for (uint32_t x = 0; x < d->n_in; x++) {
         uint32_t q = d->in_list[x];
-        d->credit[q < i ? d->bdev[q] : d->tdev[q]] = 0;
+        d->credit[partd__ca_dev(d, i, q)] = 0;
     }
     return c;
 }

@@ -78,6 +78,61 @@ static int try_pair(partd__ca_state *st, uint32_t i, uint32_t j, int next, doubl
     return 1;
 }
 
+/* The second positions j > i FX tries with first position i, in order:
+ * those whose bfs level is within one of i's and i's parents and children
+ * at other levels, merged. */
+static void candidates(partd__ca_round *d, uint32_t i)
+{
+    uint32_t li = d->lvl[i], lo[3], hi[3], n_runs = 0, n_nb = 0, *nbs = d->cand_nb;
+    for (uint32_t l = li ? li - 1 : 0; l <= li + 1 && l < d->P; l++) {
+        uint32_t a = d->lv_off[l], b = d->lv_off[l + 1];
+        while (a < b) { /* the first position past i */
+            uint32_t m = a + (b - a) / 2;
+            if (d->lv_pos[m] <= i)
+                a = m + 1;
+            else
+                b = m;
+        }
+        if (a < d->lv_off[l + 1]) {
+            lo[n_runs] = a;
+            hi[n_runs++] = d->lv_off[l + 1];
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+        const uint32_t *xs = h ? d->ch : d->par;
+        const uint32_t *off = h ? d->ch_off : d->par_off;
+        uint32_t from = off[i], to = off[i + 1];
+        for (uint32_t e = from; e < to; e++) {
+            uint32_t j = xs[e], lj = d->lvl[j];
+            if (j <= i || (lj + 1 >= li && lj <= li + 1))
+                continue;
+            uint32_t at = n_nb++;
+            for (; at > 0 && nbs[at - 1] > j; at--)
+                nbs[at] = nbs[at - 1];
+            nbs[at] = j;
+        }
+    }
+    uint32_t n = 0, x = 0;
+    for (;;) {
+        uint32_t best = PARTD_NONE, from = 3;
+        for (uint32_t r = 0; r < n_runs; r++)
+            if (lo[r] < hi[r] && d->lv_pos[lo[r]] < best) {
+                best = d->lv_pos[lo[r]];
+                from = r;
+            }
+        if (x < n_nb && nbs[x] < best) {
+            best = nbs[x];
+            x++;
+        } else if (from < 3) {
+            lo[from]++;
+        } else {
+            break;
+        }
+        d->cand[n++] = best;
+    }
+    d->n_cand = n;
+}
+
 /* Every pair FX tries, in its order; the last of the cheapest (no dearer
  * than `cost`, the list's) in *best_a, *best_b, PARTD_NONE when none. */
 static int search(partd__ca_state *st, const partd_cancel *cancel, double cost,
@@ -95,11 +150,10 @@ static int search(partd__ca_state *st, const partd_cancel *cancel, double cost,
             d->nb[d->par[e]] = tok;
         for (uint32_t e = d->ch_off[i]; e < d->ch_off[i + 1]; e++)
             d->nb[d->ch[e]] = tok;
-        for (uint32_t j = i + 1; j < d->P; j++) {
-            uint32_t li = d->lvl[i], lj = d->lvl[j];
+        candidates(d, i);
+        for (uint32_t x = 0; x < d->n_cand; x++) {
+            uint32_t j = d->cand[x];
             int next = d->nb[j] == tok;
-            if ((li > lj ? li - lj : lj - li) > 1 && !next)
-                continue;
             double c;
             int64_t used;
             if (try_pair(st, i, j, next, cost, &c, &used) && c <= cost) {

@@ -6,7 +6,8 @@
  * incremental try bounded by its own cost does not stop (the last of
  * equals wins), one bounded under it may. Devices whose memory left lands
  * exactly on a step's need, or ties another's, hold a try's walk to the
- * round's mapping at its boundaries.
+ * round's mapping at its boundaries; the ranges of shift a walk jumps by
+ * keep the round's step at their corners.
  */
 #include "fx_test.h"
 
@@ -48,8 +49,71 @@ typedef struct tried {
 } tried;
 
 typedef struct counts {
-    uint32_t cycles, unmapped, costed, stopped;
+    uint32_t cycles, unmapped, costed, stopped, corners;
 } counts;
+
+/* Whether the round's step at position k stays what it is when each
+ * device's memory left moves by dl (the partition's inputs where they
+ * were): its device keeps room, and every other device lacks room or
+ * stays strictly above it in memory left (else a stable sort by memory
+ * left could put it first). */
+static int step_kept(const partd__ca_round *d, uint32_t k, const int64_t *dl)
+{
+    uint32_t D = d->D, c = d->bdev[k];
+    const int64_t *lack = d->lack + (size_t)k * D, *left = d->s_left + (size_t)k * D;
+    if (dl[c] <= lack[c])
+        return 0;
+    for (uint32_t dv = 0; dv < D; dv++)
+        if (dv != c && dl[dv] > lack[dv] && left[dv] + dl[dv] <= left[c] + dl[c])
+            return 0;
+    return 1;
+}
+
+/* The ranges a walk jumps by (ca_round.c) are safe: every corner of each
+ * position's ranges keeps the round's step, unless the position is marked
+ * as one where any shift may change it; where a range is unbounded, the
+ * first shift past the device's lack stands in for its far end. */
+static void check_ranges(const partd__ca_round *d, counts *n)
+{
+    uint32_t D = d->D, L = d->rng_leaves;
+    if (d->fail_at < d->P)
+        return;
+    int64_t dl[8], opt[8][3];
+    uint32_t n_opt[8];
+    assert_true(D <= 8);
+    for (uint32_t k = 0; k < d->P; k++) {
+        int64_t zero[8] = {0};
+        if (d->any_next[k] == k)
+            continue;
+        assert_true(step_kept(d, k, zero));
+        uint64_t combos = 1;
+        for (uint32_t dv = 0; dv < D; dv++) {
+            int64_t lo = -d->rng_lo[(size_t)dv * 2 * L + L + k];
+            int64_t hi = d->rng_hi[(size_t)dv * 2 * L + L + k];
+            int64_t lack = d->lack[(size_t)k * D + dv];
+            assert_true(lo <= 0 && hi >= 0);
+            n_opt[dv] = 0;
+            if (lo > -(INT64_MAX / 8))
+                opt[dv][n_opt[dv]++] = lo;
+            if (hi < INT64_MAX / 8)
+                opt[dv][n_opt[dv]++] = hi;
+            else if (lack >= 0)
+                opt[dv][n_opt[dv]++] = lack + 1;
+            if (!n_opt[dv])
+                opt[dv][n_opt[dv]++] = 0;
+            combos *= n_opt[dv];
+        }
+        for (uint64_t x = 0; x < combos; x++) {
+            uint64_t y = x;
+            for (uint32_t dv = 0; dv < D; dv++) {
+                dl[dv] = opt[dv][y % n_opt[dv]];
+                y /= n_opt[dv];
+            }
+            assert_true(step_kept(d, k, dl));
+            n->corners++;
+        }
+    }
+}
 
 /* Every pair of the round's list tried as the search does (positions in
  * order, the tries of one first partition in order), then each merged
@@ -64,6 +128,7 @@ static void check_round(partd__ca_state *st, counts *n, uint32_t *merge_a, uint3
     assert_int_equal(partd__ca_round_build(st), PARTD_OK);
     partd__ca_round *d = &st->rd;
     uint32_t P = d->P;
+    check_ranges(d, n);
     tried *t = calloc((size_t)P * P, sizeof *t);
     assert_non_null(t);
     for (uint32_t i = 0; i + 1 < P; i++) {
@@ -208,6 +273,19 @@ static void test_memory_left_ties(void **state)
     assert_true(n.costed > 0);
 }
 
+/* Four devices a little apart in memory, so that several have room at a
+ * step: the gaps between them bound how far a walk's shift may go. */
+static void test_devices_with_room(void **state)
+{
+    (void)state;
+    counts n = check_rounds(GRAPH "\"devices\":[{\"name\":\"d0\",\"memory_bytes\":150},"
+                                  "{\"name\":\"d1\",\"memory_bytes\":170},"
+                                  "{\"name\":\"d2\",\"memory_bytes\":171},"
+                                  "{\"name\":\"d3\",\"memory_bytes\":400}]}");
+    assert_true(n.costed > 0);
+    assert_true(n.corners > 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_tries_that_do_not_map),
         cmocka_unit_test(test_room_exactly_used_up),
         cmocka_unit_test(test_memory_left_ties),
+        cmocka_unit_test(test_devices_with_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
