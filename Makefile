@@ -22,6 +22,19 @@ CC      ?= cc
 PKGS := jansson yajl libmicrohttpd libuv sqlite3 libpq libcrypto libsodium libsystemd cbc zlib libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+# The solver, the PostgreSQL client, the HTTP server and libsystemd are
+# loaded on first use (lib/include/partd/dynlib.h): the partd binary does
+# not link them, so that starting it does not load them and their forty-odd
+# dependencies.
+# Their sonames come from the libraries the build finds.
+LAZY_PKGS  := cbc libpq libmicrohttpd libsystemd
+soname = $(shell objdump -p $(shell pkg-config --variable=libdir $(1))/$(2) 2>/dev/null | \
+	awk '/SONAME/ {print $$2}')
+LAZY_DEFS  := -DPARTD_CBC_SONAME='"$(call soname,cbc,libCbcSolver.so)"' \
+	-DPARTD_PQ_SONAME='"$(call soname,libpq,libpq.so)"' \
+	-DPARTD_MHD_SONAME='"$(call soname,libmicrohttpd,libmicrohttpd.so)"' \
+	-DPARTD_SYSTEMD_SONAME='"$(call soname,libsystemd,libsystemd.so)"'
+PARTD_LIBS := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS))) -lm -pthread
 
 OPT      ?= -O2
 SANFLAGS ?=
@@ -36,7 +49,7 @@ DAEMON_INC := -Ilib/include -Idaemon
 TEST_INC   := -Ilib/include -Ilib -Idaemon -Itests/support -Ibench/support
 override CFLAGS += -std=c11 -Wall -Wextra -Werror $(OPT) -g -pthread \
 	-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(SANFLAGS) \
-	$(PKG_CFLAGS)
+	$(PKG_CFLAGS) $(LAZY_DEFS)
 LDLIBS   := $(PKG_LIBS) -lm -pthread
 LDFLAGS  ?=
 override LDFLAGS += $(SANFLAGS)
@@ -129,7 +142,7 @@ $(LIBDAEMON): $(DAEMON_OBJ) $(CONSOLE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(PARTD): $(BUILD)/daemon/cmd/main.o $(LIBDAEMON) $(LIBPARTD)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PARTD_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJ) $(BENCH_SUPPORT_OBJ) $(LIBDAEMON) $(LIBPARTD)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs cmocka libcurl)

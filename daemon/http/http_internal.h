@@ -24,6 +24,9 @@
  *   handlers_plan.c    GET /v1/jobs/{id}/plan.svg (show.h draws it), and
  *                      the steps of every answer made from a job's result
  *   handlers_export.c  GET /v1/jobs/{id}/export/{format} (partd/export.h)
+ *   mhd.c              libmicrohttpd, loaded when the server starts
+ *                      (partd/dynlib.h): the MHD_* names this folder uses
+ *                      call through its table (below)
  *
  * Errors: functions return PARTD_OK or a negative PARTD_E* code
  * (partd/partd.h) and fill an error buffer or problem where the caller needs
@@ -49,8 +52,41 @@
 #include "jobs/intake.h"
 #include "partd/cancel.h"
 #include "partd/decode.h"
+#include "partd/dynlib.h"
 #include "partd/problem.h"
 #include "store/store.h"
+
+/* libmicrohttpd's functions, loaded by partd__http_mhd_load (mhd.c) when
+ * the server starts; a function added here goes in both lists. */
+#define PARTD__HTTP_MHD_FUNCTIONS(X, p)                          \
+    X(p, MHD_add_response_header)                                \
+    X(p, MHD_create_response_from_buffer)                        \
+    X(p, MHD_create_response_from_buffer_with_free_callback_cls) \
+    X(p, MHD_destroy_response)                                   \
+    X(p, MHD_get_connection_info)                                \
+    X(p, MHD_is_feature_supported)                               \
+    X(p, MHD_lookup_connection_value)                            \
+    X(p, MHD_lookup_connection_value_n)                          \
+    X(p, MHD_queue_response)                                     \
+    X(p, MHD_start_daemon)                                       \
+    X(p, MHD_stop_daemon)
+
+PARTD_DYNLIB_DECLARE(partd__http_mhd, PARTD__HTTP_MHD_FUNCTIONS)
+
+#define MHD_add_response_header PARTD_DYNLIB_FN(partd__http_mhd, MHD_add_response_header)
+#define MHD_create_response_from_buffer \
+    PARTD_DYNLIB_FN(partd__http_mhd, MHD_create_response_from_buffer)
+#define MHD_create_response_from_buffer_with_free_callback_cls                                 \
+    PARTD_DYNLIB_FN(partd__http_mhd, MHD_create_response_from_buffer_with_free_callback_cls)
+#define MHD_destroy_response PARTD_DYNLIB_FN(partd__http_mhd, MHD_destroy_response)
+#define MHD_get_connection_info PARTD_DYNLIB_FN(partd__http_mhd, MHD_get_connection_info)
+#define MHD_is_feature_supported PARTD_DYNLIB_FN(partd__http_mhd, MHD_is_feature_supported)
+#define MHD_lookup_connection_value PARTD_DYNLIB_FN(partd__http_mhd, MHD_lookup_connection_value)
+#define MHD_lookup_connection_value_n \
+    PARTD_DYNLIB_FN(partd__http_mhd, MHD_lookup_connection_value_n)
+#define MHD_queue_response PARTD_DYNLIB_FN(partd__http_mhd, MHD_queue_response)
+#define MHD_start_daemon PARTD_DYNLIB_FN(partd__http_mhd, MHD_start_daemon)
+#define MHD_stop_daemon PARTD_DYNLIB_FN(partd__http_mhd, MHD_stop_daemon)
 
 #define PARTD_HTTP_CT_JSON "application/json"
 #define PARTD_HTTP_CT_PROBLEM "application/problem+json"

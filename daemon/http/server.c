@@ -334,6 +334,12 @@ static char *read_pem(const char *path, char *err, size_t cap)
 partd_http *partd_http_start(partd_http_context *ctx, char *err, size_t cap, int *exit_code)
 {
     const partd_http_settings *set = &ctx->settings;
+    const char *why;
+    if (partd__http_mhd_load(&why) != PARTD_OK) {
+        snprintf(err, cap, "%s", why);
+        *exit_code = 70;
+        return NULL;
+    }
     partd_http *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, cap, "out of memory");

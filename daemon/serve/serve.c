@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <systemd/sd-daemon.h>
 #include <uv.h>
 
 #include "config.h"
@@ -29,6 +28,7 @@
 #include "jobs/jobs.h"
 #include "partd/decode.h"
 #include "partd/partd.h"
+#include "serve_internal.h"
 #include "store/store.h"
 
 #define EXIT_IN_USE 1 /* the data directory is another daemon's */
@@ -349,6 +349,12 @@ int partd_serve_main(int argc, char **argv)
         fprintf(stderr, "partd serve: %s\n", err);
         free(s);
         return EXIT_USAGE;
+    }
+    const char *why;
+    if (partd__serve_systemd_load(&why) != PARTD_OK) {
+        fprintf(stderr, "partd serve: %s\n", why);
+        free(s);
+        return EXIT_SOFTWARE;
     }
     partd_log_init(s->cfg.log_format);
     signal(SIGPIPE, SIG_IGN);

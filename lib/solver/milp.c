@@ -10,7 +10,6 @@
  */
 #include "milp.h"
 
-#include <coin/Cbc_C_Interface.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include <string.h>
 
 #include "partd/partd.h"
+#include "solver_cbc.h"
 #include "solver_child.h"
 
 /* ---- building ------------------------------------------------------------ */
@@ -372,6 +372,9 @@ int partd_milp_solve(const partd_milp *b, const partd_milp_params *p,
     const char *bad = precheck(b, &value);
     if (bad)
         return out_of_range(p->env, bad, value);
+    const char *why;
+    if (partd__cbc_load(&why) != PARTD_OK)
+        return solver_failed(p->env, "%s", why);
     uint64_t memory = p->env && p->env->memory_bytes ? p->env->memory_bytes
                                                      : PARTD_SOLVER_MEMORY_DEFAULT;
     size_t cap = sizeof(answer_head) + (size_t)b->n_cols * sizeof(double);

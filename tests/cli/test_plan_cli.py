@@ -252,3 +252,17 @@ def test_output_into_a_full_device_exits_1_with_the_reason(request_file):
     r = run(["plan", str(request_file), "-o", "/dev/full"])
     assert r.returncode == 1
     assert b"cannot write /dev/full" in r.stderr and b"No space left" in r.stderr
+
+
+def test_plan_loads_neither_server_nor_solver(request_file):
+    """The HTTP server, the PostgreSQL client, libsystemd and the MILP
+    solver are loaded when used (partd/dynlib.h), so `partd plan` on a
+    plan without a solve starts without them and their dependencies."""
+    r = subprocess.run([PARTD, "plan", str(request_file)], capture_output=True,
+                       env=dict(os.environ, LD_DEBUG="files"))
+    assert r.returncode == 0, r.stderr
+    loaded = {line.split("file=")[1].split()[0] for line in r.stderr.decode().splitlines()
+              if "file=" in line}
+    assert any(name.startswith("libjansson") for name in loaded), loaded
+    for lazy in ("libmicrohttpd", "libpq", "libsystemd", "libCbc"):
+        assert not any(name.startswith(lazy) for name in loaded), (lazy, sorted(loaded))

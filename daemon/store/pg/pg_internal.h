@@ -5,7 +5,9 @@
  * parameters), store_pg_row.c (reading binary results: values and job
  * rows), store_pg.c (job and result operations, the partd_store_pg_ops
  * table) and store_pg_claim.c (work sharing: claiming queued and orphaned
- * jobs, renewing leases, counting the queue). Private to the backend:
+ * jobs, renewing leases, counting the queue), store_pg_libpq.c (libpq,
+ * loaded when a PostgreSQL store is opened: the PQ* names the backend
+ * uses call through its table, below). Private to the backend:
  * its names are partd__pg_*, and only the ops table is public
  * (store_backend.h).
  *
@@ -43,7 +45,67 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "partd/dynlib.h"
 #include "store/store.h"
+
+/* libpq's functions, loaded by partd__pg_libpq_load (store_pg_libpq.c)
+ * when a store is opened; a function added here goes in both lists. */
+#define PARTD__PG_LIBPQ_FUNCTIONS(X, p)                     \
+    X(p, PQclear)                                           \
+    X(p, PQcmdTuples)                                       \
+    X(p, PQconnectdbParams)                                 \
+    X(p, PQconsumeInput)                                    \
+    X(p, PQenterPipelineMode)                               \
+    X(p, PQerrorMessage)                                    \
+    X(p, PQexec)                                            \
+    X(p, PQexecParams)                                      \
+    X(p, PQexitPipelineMode)                                \
+    X(p, PQfinish)                                          \
+    X(p, PQfreemem)                                         \
+    X(p, PQftype)                                           \
+    X(p, PQgetResult)                                       \
+    X(p, PQgetisnull)                                       \
+    X(p, PQgetlength)                                       \
+    X(p, PQgetvalue)                                        \
+    X(p, PQnotifies)                                        \
+    X(p, PQntuples)                                         \
+    X(p, PQpipelineSync)                                    \
+    X(p, PQresultErrorField)                                \
+    X(p, PQresultErrorMessage)                              \
+    X(p, PQresultStatus)                                    \
+    X(p, PQsendQueryParams)                                 \
+    X(p, PQsetnonblocking)                                  \
+    X(p, PQsocket)                                          \
+    X(p, PQstatus)
+
+PARTD_DYNLIB_DECLARE(partd__pg_libpq, PARTD__PG_LIBPQ_FUNCTIONS)
+
+#define PQclear PARTD_DYNLIB_FN(partd__pg_libpq, PQclear)
+#define PQcmdTuples PARTD_DYNLIB_FN(partd__pg_libpq, PQcmdTuples)
+#define PQconnectdbParams PARTD_DYNLIB_FN(partd__pg_libpq, PQconnectdbParams)
+#define PQconsumeInput PARTD_DYNLIB_FN(partd__pg_libpq, PQconsumeInput)
+#define PQenterPipelineMode PARTD_DYNLIB_FN(partd__pg_libpq, PQenterPipelineMode)
+#define PQerrorMessage PARTD_DYNLIB_FN(partd__pg_libpq, PQerrorMessage)
+#define PQexec PARTD_DYNLIB_FN(partd__pg_libpq, PQexec)
+#define PQexecParams PARTD_DYNLIB_FN(partd__pg_libpq, PQexecParams)
+#define PQexitPipelineMode PARTD_DYNLIB_FN(partd__pg_libpq, PQexitPipelineMode)
+#define PQfinish PARTD_DYNLIB_FN(partd__pg_libpq, PQfinish)
+#define PQfreemem PARTD_DYNLIB_FN(partd__pg_libpq, PQfreemem)
+#define PQftype PARTD_DYNLIB_FN(partd__pg_libpq, PQftype)
+#define PQgetResult PARTD_DYNLIB_FN(partd__pg_libpq, PQgetResult)
+#define PQgetisnull PARTD_DYNLIB_FN(partd__pg_libpq, PQgetisnull)
+#define PQgetlength PARTD_DYNLIB_FN(partd__pg_libpq, PQgetlength)
+#define PQgetvalue PARTD_DYNLIB_FN(partd__pg_libpq, PQgetvalue)
+#define PQnotifies PARTD_DYNLIB_FN(partd__pg_libpq, PQnotifies)
+#define PQntuples PARTD_DYNLIB_FN(partd__pg_libpq, PQntuples)
+#define PQpipelineSync PARTD_DYNLIB_FN(partd__pg_libpq, PQpipelineSync)
+#define PQresultErrorField PARTD_DYNLIB_FN(partd__pg_libpq, PQresultErrorField)
+#define PQresultErrorMessage PARTD_DYNLIB_FN(partd__pg_libpq, PQresultErrorMessage)
+#define PQresultStatus PARTD_DYNLIB_FN(partd__pg_libpq, PQresultStatus)
+#define PQsendQueryParams PARTD_DYNLIB_FN(partd__pg_libpq, PQsendQueryParams)
+#define PQsetnonblocking PARTD_DYNLIB_FN(partd__pg_libpq, PQsetnonblocking)
+#define PQsocket PARTD_DYNLIB_FN(partd__pg_libpq, PQsocket)
+#define PQstatus PARTD_DYNLIB_FN(partd__pg_libpq, PQstatus)
 
 #define PARTD_PG_CONNS 6
 #define PARTD_PG_MAX_PARAMS 16

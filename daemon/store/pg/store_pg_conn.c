@@ -394,6 +394,12 @@ void *partd__pg_open(const char *url, const char *data_dir, char *err, size_t ca
                      int *exit_code)
 {
     (void)data_dir;
+    const char *why;
+    if (partd__pg_libpq_load(&why) != PARTD_OK) {
+        snprintf(err, cap, "%s", why);
+        *exit_code = PARTD_EXIT_STORE_UNAVAILABLE;
+        return NULL;
+    }
     partd__pg_store *s = calloc(1, sizeof *s);
     if (!s || !(s->url = strdup(url))) {
         free(s);
