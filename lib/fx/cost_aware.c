@@ -282,11 +282,35 @@ static int finish(partd__ca_state *st, const partd_cancel *cancel, partd_plan **
     return rc;
 }
 
+/* The pass's state (ca_internal.h: per position and device, the mapping's
+ * memory left, partitions held, order and lack, 24 bytes, and the range
+ * trees over up to twice as many leaves, 64) against its cap. */
+static int state_fits(const partd_request *req, partd_problem *pb)
+{
+    uint64_t cells = ((uint64_t)req->graph.n_ops + 2) * ((uint64_t)req->n_devices + 1);
+    uint64_t bytes = cells * PARTD_COST_AWARE_CELL_BYTES;
+    if (bytes <= PARTD_COST_AWARE_MAX_STATE_BYTES)
+        return PARTD_OK;
+    char need[PARTD_PROBLEM_BYTES_CAP], cap[PARTD_PROBLEM_BYTES_CAP];
+    partd_problem_bytes(need, (double)bytes);
+    partd_problem_bytes(cap, (double)PARTD_COST_AWARE_MAX_STATE_BYTES);
+    partd_problem_set(pb, 422, "search-limit", "Search limit",
+                      "cost_aware keeps FX's device mapping as it stands before each partition "
+                      "of its list: %u operations on %u devices need %s of it, more than the "
+                      "%s this mode may use; give fewer devices or use size_based or kl_based",
+                      req->graph.n_ops, req->n_devices, need, cap);
+    partd_problem_add(pb, "/devices", "%u devices with %u operations need %s in cost_aware",
+                      req->n_devices, req->graph.n_ops, need);
+    return PARTD_ETOOBIG;
+}
+
 int partd_cost_aware(const partd_request *req, const partd_cancel *cancel, partd_plan **out,
                      partd_problem *problem)
 {
     int rc = partd__fx_whole(req, PARTD_MODE_COST_AWARE, out, problem);
     if (rc != PARTD_OK || *out)
+        return rc;
+    if ((rc = state_fits(req, problem)) != PARTD_OK)
         return rc;
     partd__ca_state st;
     rc = partd__ca_list_init(&st, req);

@@ -7,6 +7,9 @@
  */
 #include "fx_test.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "fx/cost_aware.h"
 
 /* x -> a (8 + 24 params, 1 ms) -> b (2 ms), c (4 ms) -> d (8 + 24, 1 ms);
@@ -142,6 +145,46 @@ static void test_fits_one_device(void **state)
     planned_free(&p);
 }
 
+/* A chain of 1000 operations on as many devices as take the pass's state
+ * past its cap (none holds the graph, so the pass would run): a 422
+ * naming /devices, before anything is allocated for it. */
+static void test_state_over_its_cap_is_refused(void **state)
+{
+    (void)state;
+    uint32_t n_ops = 1000;
+    uint32_t n_dev = (uint32_t)(PARTD_COST_AWARE_MAX_STATE_BYTES /
+                                ((uint64_t)(n_ops + 2) * PARTD_COST_AWARE_CELL_BYTES));
+    size_t cap = 512 + (size_t)(n_ops + n_dev) * 96;
+    char *json = malloc(cap);
+    assert_non_null(json);
+    size_t at = (size_t)snprintf(json, cap, "{\"graph\":{\"nodes\":[{\"name\":\"x\","
+                                            "\"op\":\"placeholder\",\"output_bytes\":8}");
+    for (uint32_t i = 0; i < n_ops; i++) {
+        char input[16] = "x";
+        if (i)
+            snprintf(input, sizeof input, "n%u", i - 1);
+        at += (size_t)snprintf(json + at, cap - at,
+                               ",{\"name\":\"n%u\",\"op\":\"call_function\",\"inputs\":"
+                               "[\"%s\"],\"output_bytes\":8,\"latency_ms\":1}",
+                               i, input);
+    }
+    at += (size_t)snprintf(json + at, cap - at,
+                           "]},\"options\":{\"mode\":\"cost_aware\"},\"devices\":[");
+    /* n_dev devices are within the cap, n_dev + 1 past it */
+    for (uint32_t d = 0; d <= n_dev; d++)
+        at += (size_t)snprintf(json + at, cap - at, "%s{\"name\":\"g%u\",\"memory_bytes\":4000}",
+                               d ? "," : "", d);
+    snprintf(json + at, cap - at, "]}");
+    planned p = plan_text(json);
+    assert_int_equal(p.rc, PARTD_ETOOBIG);
+    assert_int_equal(p.pb.status, 422);
+    assert_string_equal(p.pb.type, "urn:partd:problem:search-limit");
+    assert_int_equal(p.pb.n_errors, 1);
+    assert_string_equal(p.pb.errors[0].pointer, "/devices");
+    planned_free(&p);
+    free(json);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -150,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_fx_without_devices_is_refused),
         cmocka_unit_test(test_fits_one_device),
         cmocka_unit_test(test_skips_and_shared_inputs_as_fx),
+        cmocka_unit_test(test_state_over_its_cap_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
