@@ -150,6 +150,7 @@ partd_jobs *partd_jobs_new(uv_loop_t *loop, const partd_jobs_options *opt)
     partd__jobs_pool_init(j);
     uv_timer_init(loop, &j->grace);
     j->grace.data = j;
+    partd_cancel_init(&j->decode_stop, 0);
     return j;
 }
 
@@ -309,6 +310,8 @@ static void on_grace_over(uv_timer_t *t)
 {
     partd_jobs *j = t->data;
     j->grace_over = 1;
+    /* claimed jobs still decoding go back to the queue (jobs_claimed.c) */
+    atomic_store(&j->decode_stop.cancelled, 1);
     for (partd__jobs_run *r = j->runs; r; r = r->next) {
         r->abandoned = 1;
         atomic_store(&r->cancel.cancelled, 1);

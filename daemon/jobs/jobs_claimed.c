@@ -12,7 +12,8 @@
  * claims); a request that no longer decodes fails on the pool thread that
  * decoded it (jobs_stored.c); the rest runs on the loop thread, where a
  * claim is handed back (jobs_stored.c) only at shutdown or when memory
- * runs out.
+ * runs out. A decode still under way when a drain's grace runs out is
+ * stopped (the engine's decode_stop) and its claim handed back.
  */
 #include "jobs_internal.h"
 
@@ -60,7 +61,7 @@ static void decode_work(uv_work_t *w)
     c->rc = partd__jobs_decode_stored(c->j, c->body, c->len, &c->req, &c->problem);
     free(c->body);
     c->body = NULL;
-    if (c->rc == PARTD_OK)
+    if (c->rc == PARTD_OK || c->rc == PARTD_ECANCELLED)
         return;
     partd__jobs_fail_unrun(c->j, &c->row, &c->problem);
     partd_log_msg("warn", "job", "job %s failed: its request no longer decodes", c->row.id);
@@ -81,6 +82,11 @@ static void after_decode(uv_work_t *w, int status)
                       c->row.id);
     } else if (status == UV_ECANCELED) {
         partd__jobs_give_back(j, &c->row); /* never decoded */
+    } else if (c->rc == PARTD_ECANCELLED) {
+        /* stopped when the drain's grace ran out */
+        partd_log_msg("info", "shutdown", "job %s: decoding its request stopped; handed back",
+                      c->row.id);
+        partd__jobs_give_back(j, &c->row);
     } else if (c->rc != PARTD_OK) {
         /* failed on the pool */
     } else if (j->grace_over) {

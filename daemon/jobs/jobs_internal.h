@@ -186,6 +186,8 @@ struct partd_jobs {
     uv_timer_t renew_timer;    /* leases of the jobs this replica runs */
     uv_poll_t *listen_poll;    /* the store's announcement socket, or NULL */
     struct partd__jobs_claimed *decoding; /* claimed jobs whose requests the pool decodes */
+    partd_cancel decode_stop;  /* raised when a drain's grace runs out: the
+                                * pool's decodes of stored requests stop */
     unsigned n_decoding;       /* those, and the jobs a claim out asks for */
     struct partd__jobs_share *share; /* the store thread and its tasks */
     partd_worker *writer;      /* the writer thread (jobs_write.c), or NULL */
@@ -224,7 +226,8 @@ void partd__jobs_table_remove(partd_jobs *j, partd__jobs_job *jb);
 /* ---- jobs_stored.c: jobs taken from the store --------------------------- */
 
 /* Any thread: decodes a request as stored with job row; on failure
- * *problem says why (a 422 when the decoder did not). */
+ * *problem says why (a 422 when the decoder did not). PARTD_ECANCELLED,
+ * no problem, when the engine's decode_stop was raised meanwhile. */
 int partd__jobs_decode_stored(const partd_jobs *j, const char *body, size_t len,
                               partd_request **req, partd_problem *problem);
 /* Any thread: fails a job taken from the store that does not run (its

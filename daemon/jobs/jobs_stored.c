@@ -23,7 +23,11 @@
 int partd__jobs_decode_stored(const partd_jobs *j, const char *body, size_t len,
                               partd_request **req, partd_problem *problem)
 {
-    int rc = partd_intake_decode_stored(body, len, &j->opt.limits, req, problem);
+    partd_decode_limits limits = j->opt.limits;
+    limits.cancel = &j->decode_stop;
+    int rc = partd_intake_decode_stored(body, len, &limits, req, problem);
+    if (rc == PARTD_ECANCELLED)
+        return rc;
     if (rc != PARTD_OK && problem->status == 0)
         partd_problem_set(problem, 422, "invalid-request", "Invalid request", "%s",
                           partd_strerror(rc));

@@ -11,12 +11,14 @@ back on its own, POST answered 503 promptly, /livez and /version answered
 while claims and renewals fail, nothing accepted lost); the round trips a
 job costs; partd_jobs_queued reporting the shared queue; the end of a run
 written while the replica goes on answering, and a cancel meanwhile; a
-claimed request that no longer decodes; the postgres:// scheme.
+claimed request that no longer decodes, and one whose decoding is under way
+at shutdown; the postgres:// scheme.
 """
 import contextlib
 import datetime
 import os
 import re
+import struct
 import subprocess
 import time
 
@@ -353,6 +355,52 @@ def test_a_claimed_request_that_no_longer_decodes_fails(make_daemon, pg_server, 
     assert a.metric("partd_jobs_finished_total", 'status="failed"') == 1
     after = a.post_job(chain_request(10, seed=902)).json()["id"]
     assert a.wait_job(after)["status"] == "succeeded"
+
+
+def zstd_bomb_sql(n_strings, string_bytes):
+    """SQL for a zstd frame (RLE blocks, as test_decode_stopped.py builds
+    it) holding {"meta":{"s":[...]}}, n_strings strings of string_bytes
+    'a's: built by the server, since the frame is megabytes."""
+    def block(kind, size, payload, last=0):
+        return (struct.pack("<I", last | kind << 1 | size << 3)[:3] + payload).hex()
+    rle = block(1, 1 << 17, b"a")
+    one = f"repeat('{rle}', {string_bytes >> 17})"
+    head = "28b52ffd0038" + block(0, 15, b'{"meta":{"s":["')
+    sep, end = block(0, 3, b'","'), block(0, 4, b'"]}}', last=1)
+    return (f"decode('{head}' || repeat({one} || '{sep}', {n_strings - 1}) || {one} || "
+            f"'{end}', 'hex')")
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_claimed_request_being_decoded_at_shutdown_is_handed_back(make_daemon, pg_server,
+                                                                    pg_url, slow_body):
+    """A claimed job whose stored request is still being decoded when the
+    shutdown's grace runs out (here 256 GiB of string text in an 8 MiB
+    zstd frame: minutes of decoding) stops decoding, goes back to the queue
+    without its attempt counted, and the replica exits at once."""
+    a, = replicas(make_daemon, pg_url, "--workers", "1", "--shutdown-grace-ms", "500",
+                  names=("A",))
+    busy = a.post_job(slow_body).json()["id"]
+    wait_until("the planner busy", lambda: a.job(busy)["status"] == "running")
+    big = a.post_job(chain_request(10, seed=903)).json()["id"]
+    db = pg_url.rsplit("/", 1)[1]
+    bomb = zstd_bomb_sql(4096, 64 << 20)
+    assert pg_server.psql(f"WITH bomb AS (UPDATE jobs SET request = {bomb} WHERE id = '{big}' "
+                          "AND status = 'queued' RETURNING id) SELECT count(*) FROM bomb",
+                          db=db) == "1"
+    assert a.request("DELETE", f"/v1/jobs/{busy}").status == 200
+    wait_until("the busy job cancelled", lambda: a.job(busy)["status"] == "cancelled")
+    idle = cpu_seconds(a.pid)
+    # the claim's decoding is under way once the replica, idle, is busy
+    wait_until("the claimed request being decoded", lambda: cpu_seconds(a.pid) > idle + 0.5, 60)
+    assert a.stop(timeout=60) == 0
+    assert f"job {big}: decoding its request stopped; handed back" in a.log()
+    row = pg_server.psql(f"SELECT status, attempts FROM jobs WHERE id = '{big}'", db=db)
+    assert row == "queued|0", row
 
 
 def test_postgres_scheme(make_daemon, pg_url):
