@@ -193,13 +193,13 @@ static uint32_t next_suspect(const partd__ca_round *d, const partd__ca_walk *w, 
     uint32_t L = d->rng_leaves, next = d->any_next[k];
     for (uint32_t x = 0; x < w->n_sd; x++) {
         uint32_t dv = w->sd[x];
-        size_t base = (size_t)dv * 2 * L;
-        uint32_t a = first_below(d, d->rng_lo + base, k, -w->dl[dv]);
-        uint32_t b = first_below(d, d->rng_hi + base, k, w->dl[dv]);
-        if (a < next)
-            next = a;
-        if (b < next)
-            next = b;
+        int64_t dl = w->dl[dv];
+        /* every range holds 0: a shift up can only pass its top, one down
+         * its bottom */
+        const int64_t *t = (dl > 0 ? d->rng_hi : d->rng_lo) + (size_t)dv * 2 * L;
+        uint32_t at = first_below(d, t, k, dl > 0 ? dl : -dl);
+        if (at < next)
+            next = at;
     }
     return next;
 }

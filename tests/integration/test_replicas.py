@@ -394,9 +394,12 @@ def test_a_claimed_request_being_decoded_at_shutdown_is_handed_back(make_daemon,
                           db=db) == "1"
     assert a.request("DELETE", f"/v1/jobs/{busy}").status == 200
     wait_until("the busy job cancelled", lambda: a.job(busy)["status"] == "cancelled")
-    idle = cpu_seconds(a.pid)
-    # the claim's decoding is under way once the replica, idle, is busy
-    wait_until("the claimed request being decoded", lambda: cpu_seconds(a.pid) > idle + 0.5, 60)
+    wait_until("the job claimed", lambda: pg_server.psql(
+        f"SELECT status || '|' || runner FROM jobs WHERE id = '{big}'", db=db) == "running|A", 60)
+    # the claim's decoding (the replica's only work) is under way once it
+    # uses CPU time
+    start = cpu_seconds(a.pid)
+    wait_until("the claimed request being decoded", lambda: cpu_seconds(a.pid) > start + 0.5, 60)
     assert a.stop(timeout=60) == 0
     assert f"job {big}: decoding its request stopped; handed back" in a.log()
     row = pg_server.psql(f"SELECT status, attempts FROM jobs WHERE id = '{big}'", db=db)
