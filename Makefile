@@ -25,15 +25,16 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The solver, the PostgreSQL client, the HTTP server and libsystemd are
 # loaded on first use (lib/include/partd/dynlib.h): the partd binary does
 # not link them, so that starting it does not load them and their forty-odd
-# dependencies.
-# Their sonames come from the libraries the build finds.
+# dependencies. Their sonames come from the libraries the build finds (the
+# development link's name when objdump cannot tell).
 LAZY_PKGS  := cbc libpq libmicrohttpd libsystemd
 soname = $(shell objdump -p $(shell pkg-config --variable=libdir $(1))/$(2) 2>/dev/null | \
 	awk '/SONAME/ {print $$2}')
-LAZY_DEFS  := -DPARTD_CBC_SONAME='"$(call soname,cbc,libCbcSolver.so)"' \
-	-DPARTD_PQ_SONAME='"$(call soname,libpq,libpq.so)"' \
-	-DPARTD_MHD_SONAME='"$(call soname,libmicrohttpd,libmicrohttpd.so)"' \
-	-DPARTD_SYSTEMD_SONAME='"$(call soname,libsystemd,libsystemd.so)"'
+lazy_name  = $(or $(call soname,$(1),$(2)),$(2))
+LAZY_DEFS  := -DPARTD_CBC_SONAME='"$(call lazy_name,cbc,libCbcSolver.so)"' \
+	-DPARTD_PQ_SONAME='"$(call lazy_name,libpq,libpq.so)"' \
+	-DPARTD_MHD_SONAME='"$(call lazy_name,libmicrohttpd,libmicrohttpd.so)"' \
+	-DPARTD_SYSTEMD_SONAME='"$(call lazy_name,libsystemd,libsystemd.so)"'
 PARTD_LIBS := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS))) -lm -pthread
 
 OPT      ?= -O2
