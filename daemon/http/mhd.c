@@ -4,8 +4,4 @@
  */
 #include "http_internal.h"
 
-#ifndef PARTD_MHD_SONAME
-#define PARTD_MHD_SONAME "libmicrohttpd.so"
-#endif
-
 PARTD_DYNLIB_DEFINE(partd__http_mhd, PARTD_MHD_SONAME, PARTD__HTTP_MHD_FUNCTIONS)

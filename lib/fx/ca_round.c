@@ -77,14 +77,12 @@ int partd__ca_round_alloc(partd__ca_state *st)
     d->evr = calloc(R, sizeof *d->evr);
     d->evt = calloc(R, sizeof *d->evt);
     partd__ca_walk *ws[2] = {&d->wr, &d->wt};
-    int wok = 1;
     for (int w = 0; w < 2; w++) {
         ws[w]->dl = malloc(D * sizeof *ws[w]->dl);
         ws[w]->dn = malloc(D * sizeof *ws[w]->dn);
         ws[w]->ox = malloc(D * sizeof *ws[w]->ox);
         ws[w]->mk = malloc(2 * R * sizeof *ws[w]->mk);
         ws[w]->sd = malloc(D * sizeof *ws[w]->sd);
-        wok = wok && ws[w]->dl && ws[w]->dn && ws[w]->ox && ws[w]->mk && ws[w]->sd;
     }
     d->best = malloc(R * sizeof *d->best);
     d->nb = calloc(R, sizeof *d->nb);
@@ -120,7 +118,7 @@ int partd__ca_round_alloc(partd__ca_state *st)
     for (size_t x = ROUND_BUILT; x < n; x++)
         if (!parts[x])
             return PARTD_ENOMEM;
-    return wok ? PARTD_OK : PARTD_ENOMEM;
+    return PARTD_OK;
 }
 
 void partd__ca_round_free(partd__ca_round *d)

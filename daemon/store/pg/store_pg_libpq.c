@@ -5,8 +5,4 @@
  */
 #include "pg_internal.h"
 
-#ifndef PARTD_PQ_SONAME
-#define PARTD_PQ_SONAME "libpq.so"
-#endif
-
 PARTD_DYNLIB_DEFINE(partd__pg_libpq, PARTD_PQ_SONAME, PARTD__PG_LIBPQ_FUNCTIONS)

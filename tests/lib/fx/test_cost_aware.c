@@ -7,8 +7,9 @@
  */
 #include "fx_test.h"
 
-#include <stdio.h>
 #include <stdlib.h>
+
+#include "gen.h"
 
 #include "fx/cost_aware.h"
 
@@ -145,37 +146,20 @@ static void test_fits_one_device(void **state)
     planned_free(&p);
 }
 
-/* A chain of 1000 operations on as many devices as take the pass's state
- * past its cap (none holds the graph, so the pass would run): a 422
- * naming /devices, before anything is allocated for it. */
+/* A generated graph of about 1000 nodes on twice as many devices as take
+ * the pass's state past its cap (none holds the graph, so the pass would
+ * run): a 422 naming /devices, before anything is allocated for it. */
 static void test_state_over_its_cap_is_refused(void **state)
 {
     (void)state;
-    uint32_t n_ops = 1000;
-    uint32_t n_dev = (uint32_t)(PARTD_COST_AWARE_MAX_STATE_BYTES /
-                                ((uint64_t)(n_ops + 2) * PARTD_COST_AWARE_CELL_BYTES));
-    size_t cap = 512 + (size_t)(n_ops + n_dev) * 96;
-    char *json = malloc(cap);
+    uint32_t n_dev = (uint32_t)(2 * PARTD_COST_AWARE_MAX_STATE_BYTES /
+                                ((uint64_t)1000 * PARTD_COST_AWARE_CELL_BYTES));
+    partd_gen_spec spec = {.n_nodes = 1000, .n_devices = n_dev, .memory_slack = 1.5,
+                           .mode = "cost_aware", .seed = 1};
+    char *json = partd_gen_request(&spec, NULL);
     assert_non_null(json);
-    size_t at = (size_t)snprintf(json, cap, "{\"graph\":{\"nodes\":[{\"name\":\"x\","
-                                            "\"op\":\"placeholder\",\"output_bytes\":8}");
-    for (uint32_t i = 0; i < n_ops; i++) {
-        char input[16] = "x";
-        if (i)
-            snprintf(input, sizeof input, "n%u", i - 1);
-        at += (size_t)snprintf(json + at, cap - at,
-                               ",{\"name\":\"n%u\",\"op\":\"call_function\",\"inputs\":"
-                               "[\"%s\"],\"output_bytes\":8,\"latency_ms\":1}",
-                               i, input);
-    }
-    at += (size_t)snprintf(json + at, cap - at,
-                           "]},\"options\":{\"mode\":\"cost_aware\"},\"devices\":[");
-    /* n_dev devices are within the cap, n_dev + 1 past it */
-    for (uint32_t d = 0; d <= n_dev; d++)
-        at += (size_t)snprintf(json + at, cap - at, "%s{\"name\":\"g%u\",\"memory_bytes\":4000}",
-                               d ? "," : "", d);
-    snprintf(json + at, cap - at, "]}");
     planned p = plan_text(json);
+    assert_true(p.req->graph.n_ops > 500);
     assert_int_equal(p.rc, PARTD_ETOOBIG);
     assert_int_equal(p.pb.status, 422);
     assert_string_equal(p.pb.type, "urn:partd:problem:search-limit");
